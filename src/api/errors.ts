@@ -1,0 +1,32 @@
+import type { ErrorCode, ErrorDetail } from './types.js';
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_json: 400,
+  invalid_request: 400,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  publishable_key_not_allowed: 403,
+  not_found: 404,
+  telemetry_id_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unknown_operation: 422,
+  rate_limited: 429,
+  store_unavailable: 503,
+  internal_error: 500,
+};
+
+/** An error whose code, status and message may be shown to the client (CONTRACT "Errors"). */
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+    readonly headers?: Record<string, string>,
+    cause?: unknown,
+  ) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.status = STATUS[code];
+  }
+}

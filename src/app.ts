@@ -1,0 +1,150 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import bodyParser from 'koa-bodyparser';
+import { bootstrapKeys } from './auth/bootstrap.js';
+import type { KeyPair } from './auth/keys.js';
+import { KeyRing } from './auth/keyring.js';
+import type { Settings } from './config/env.js';
+import type { AdvisoryPort } from './evaluate/advisory.js';
+import { Evaluator } from './evaluate/evaluator.js';
+import { createLogger, type Logger } from './http/logger.js';
+import { createMetrics, type Metrics } from './http/metrics.js';
+import { authenticate, errors, rateLimit, requestId, requireJson, type TpsState } from './http/middleware.js';
+import { evaluateRoutes } from './http/routes/evaluate.js';
+import { serviceRoutes } from './http/routes/service.js';
+import { loadCatalog } from './policy/catalog.js';
+import { ConfigHolder } from './policy/holder.js';
+import { GroupCommitter } from './record/groupCommit.js';
+import { openDatabase, type Database } from './store/db.js';
+import { KnexEventStore, type EventRecord } from './store/eventStore.js';
+import { KnexKeyStore } from './store/keyStore.js';
+import { PolicyVersionStore } from './store/policyVersionStore.js';
+import { MemoryChallengeStore, type ChallengeStore } from './state/challenges.js';
+import { MemoryVelocityCounter, type VelocityCounter } from './state/counters.js';
+import { connectRedis, RedisChallengeStore, RedisVelocityCounter } from './state/redis.js';
+
+export interface Tps {
+  app: Koa<TpsState>;
+  settings: Settings;
+  logger: Logger;
+  db: Database;
+  config: ConfigHolder;
+  keys: KeyRing;
+  keyStore: KnexKeyStore;
+  events: KnexEventStore;
+  policyVersions: PolicyVersionStore;
+  evaluator: Evaluator;
+  metrics: Metrics;
+  /** Set when this start created the first key pair (CONTRACT: printed once). */
+  firstKeys?: KeyPair;
+  listen(port?: number, host?: string): Promise<{ server: http.Server; url: string }>;
+  close(): Promise<void>;
+}
+
+export interface TpsOptions {
+  logger?: Logger;
+  advisor?: AdvisoryPort;
+  /** Key prefix for Redis state, so several instances or test runs can share one Redis. */
+  redisPrefix?: string;
+}
+
+/** Builds the whole service from settings: store, configuration, state, evaluator and HTTP app. */
+export async function createTps(settings: Settings, options: TpsOptions = {}): Promise<Tps> {
+  const logger = options.logger ?? createLogger(settings.logLevel);
+  const catalog = loadCatalog(settings.configDir);
+  const db = await openDatabase(settings.databaseUrl);
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    const keyStore = new KnexKeyStore(db.knex);
+    const firstKeys = await bootstrapKeys(keyStore, settings);
+    const policyVersions = new PolicyVersionStore(db.knex);
+    await policyVersions.remember(catalog.policies.values());
+    const config = new ConfigHolder(catalog);
+    config.onSwap((next) => policyVersions.remember(next.policies.values()));
+
+    let counters: VelocityCounter;
+    let challenges: ChallengeStore;
+    if (settings.redisUrl) {
+      const redis = connectRedis(settings.redisUrl);
+      closers.push(async () => void redis.disconnect());
+      counters = new RedisVelocityCounter(redis, options.redisPrefix);
+      challenges = new RedisChallengeStore(redis, options.redisPrefix);
+    } else {
+      counters = new MemoryVelocityCounter();
+      challenges = new MemoryChallengeStore();
+    }
+
+    const metrics = createMetrics();
+    const events = new KnexEventStore(db.knex);
+    const committer = new GroupCommitter<EventRecord>(
+      async (batch) => {
+        try {
+          await events.insertBatch(batch);
+          metrics.commitBatch.observe(batch.length);
+        } catch (err) {
+          metrics.commitFailures.inc();
+          throw err;
+        }
+      },
+      settings.commitMaxBatch,
+      settings.commitMaxDelayMs,
+    );
+    const evaluator = new Evaluator({
+      catalog: config.current,
+      counters,
+      challenges,
+      record: (event) => committer.append(event),
+      advisor: options.advisor,
+      challengeTtlMs: settings.challengeTtlSeconds * 1000,
+    });
+    const keys = new KeyRing(keyStore, settings.keyCacheMs);
+
+    const app = new Koa<TpsState>({ proxy: false });
+    app.silent = true;
+    const guard = [authenticate(keys), rateLimit(counters, settings.keyRateLimitPerMinute)];
+    const json = [requireJson(), bodyParser({ enableTypes: ['json'], jsonLimit: String(settings.maxBodyBytes), strict: true }) as never];
+    app.use(requestId());
+    app.use(metrics.observe());
+    app.use(errors(logger));
+    for (const router of [evaluateRoutes([...guard, ...json], evaluator, metrics), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics)]) {
+      app.use(router.routes());
+    }
+
+    const servers: http.Server[] = [];
+    return {
+      app,
+      settings,
+      logger,
+      db,
+      config,
+      keys,
+      keyStore,
+      events,
+      policyVersions,
+      evaluator,
+      metrics,
+      firstKeys,
+      async listen(port = settings.port, host = settings.host) {
+        const server = http.createServer(app.callback());
+        server.keepAliveTimeout = 65_000;
+        servers.push(server);
+        await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
+        const { port: bound } = server.address() as AddressInfo;
+        return { server, url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${bound}` };
+      },
+      async close() {
+        await Promise.all(servers.map((s) => new Promise<void>((resolve) => { s.close(() => resolve()); s.closeIdleConnections(); })));
+        await committer.drain();
+        await counters.close();
+        await challenges.close();
+        for (const close of closers) await close();
+        await db.close();
+      },
+    };
+  } catch (err) {
+    for (const close of closers) await close().catch(() => undefined);
+    await db.close();
+    throw err;
+  }
+}

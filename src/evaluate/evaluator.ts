@@ -1,0 +1,189 @@
+import crypto from 'node:crypto';
+import { ApiError } from '../api/errors.js';
+import type { AiAssessment, EvaluateRequest, EvaluateResponse } from '../api/types.js';
+import { decide, type ChallengeState, type Outcome } from '../decide/decide.js';
+import { buildFacts, requestSummary, type Facts } from '../facts/facts.js';
+import { lookupOperation, type Catalog, type CompiledOperation } from '../policy/catalog.js';
+import type { CompiledPolicy } from '../policy/compile.js';
+import { runPolicy, type PolicyRun } from '../policy/run.js';
+import { assessRisk, bandOf, clampScore, type RiskAssessment } from '../risk/score.js';
+import type { EventRecord } from '../store/eventStore.js';
+import type { ChallengeStore, StoredChallenge } from '../state/challenges.js';
+import type { VelocityCounter } from '../state/counters.js';
+import type { AdvisoryPort } from './advisory.js';
+import { transactionFingerprint } from './fingerprint.js';
+
+export interface EvaluatorDeps {
+  /** The configuration in force; read once per evaluation, so a reload never splits one. */
+  catalog(): Catalog;
+  counters: VelocityCounter;
+  challenges: ChallengeStore;
+  /** Resolves once the event is committed. */
+  record(event: EventRecord): Promise<void>;
+  advisor?: AdvisoryPort;
+  challengeTtlMs: number;
+  now?: () => number;
+}
+
+/** Everything one evaluation produced, for the response and for the event. */
+export interface Evaluation {
+  response: EvaluateResponse;
+  event: EventRecord;
+}
+
+/**
+ * The evaluate path: facts → risk → (advisory) → policy → decide → record. Each stage is a pure
+ * function of the one before; the I/O (counters, challenges, advisory, event store) happens here.
+ */
+export class Evaluator {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: EvaluatorDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async evaluate(environment: string, req: EvaluateRequest): Promise<Evaluation> {
+    const catalog = this.deps.catalog();
+    const operation = lookupOperation(catalog, environment, req.operationKey);
+    if (!operation) {
+      throw new ApiError('unknown_operation', `operationKey "${req.operationKey}" is not a protected operation configured in this environment`, [
+        { path: 'operationKey', message: 'unknown operation' },
+      ]);
+    }
+    const policy = catalog.policies.get(operation.policyId)!;
+    const nowMs = this.now();
+    const telemetryId = crypto.randomUUID();
+
+    const facts = buildFacts(req, operation, nowMs);
+    const fingerprint = transactionFingerprint(environment, req);
+    const challenge = await this.checkChallenge(environment, fingerprint, req);
+    const retrying = challenge.kind === 'satisfied';
+
+    const risk = assessRisk(policy.signals, facts, policy.thresholds);
+    // A satisfied retry keeps the challenged score (SPEC §3 rule 2), so it is not re-scored.
+    const ai = retrying ? undefined : await this.deps.advisor?.assess({ operation, policy, facts, risk });
+    const score = ai?.status === 'applied' ? clampScore(risk.score + ai.scoreDelta) : risk.score;
+    const band = bandOf(score, policy.thresholds);
+
+    const velocity = policy.serviceWindow && !retrying ? { serviceCount: await this.countVelocity(environment, req, policy, nowMs) } : {};
+    const run = await runPolicy(policy, { ...facts, velocity, risk: { score, band, base: risk.score } });
+    const outcome = decide({ score, band, riskReasons: risk.reasons, fired: run.fired, challenge, stepUpChallenge: policy.stepUpChallenge });
+
+    const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprint, outcome, telemetryId, nowMs) : undefined;
+    const response = this.respond(operation, policy, outcome, telemetryId, issued, ai);
+    const event = this.toEvent({ environment, req, operation, policy, facts, risk, run, outcome, telemetryId, issued, ai, challenge, nowMs });
+    try {
+      await this.deps.record(event);
+    } catch (err) {
+      throw new ApiError('store_unavailable', 'the decision could not be recorded; nothing was stored, retry the evaluation', undefined, undefined, err);
+    }
+    return { response, event };
+  }
+
+  private async checkChallenge(environment: string, fingerprint: string, req: EvaluateRequest): Promise<ChallengeState> {
+    const result = req.challengeResult;
+    if (!result || result.passed === undefined) return { kind: 'none' };
+    const stored = await this.deps.challenges.consume(environment, fingerprint, result.challengeId, this.now());
+    if (!result.passed) return { kind: 'failed' };
+    if (!stored || (result.type !== undefined && result.type !== stored.type)) return { kind: 'invalid' };
+    return { kind: 'satisfied', score: stored.score, band: stored.band, reasons: stored.reasons };
+  }
+
+  private countVelocity(environment: string, req: EvaluateRequest, policy: CompiledPolicy, nowMs: number): Promise<number> {
+    const key = `${environment}\u0000${req.actor.id}\u0000${req.operationKey}`;
+    return this.deps.counters.hit(key, policy.serviceWindow!.seconds, nowMs);
+  }
+
+  private async issueChallenge(environment: string, fingerprint: string, outcome: Outcome, telemetryId: string, nowMs: number): Promise<StoredChallenge> {
+    const challenge: StoredChallenge = {
+      id: `ch_${crypto.randomBytes(16).toString('base64url')}`,
+      type: outcome.challengeType!,
+      fingerprint,
+      environment,
+      score: outcome.score,
+      band: outcome.band,
+      reasons: outcome.reasons,
+      telemetryId,
+      expiresAt: nowMs + this.deps.challengeTtlMs,
+    };
+    await this.deps.challenges.issue(challenge);
+    return challenge;
+  }
+
+  private respond(
+    operation: CompiledOperation,
+    policy: CompiledPolicy,
+    outcome: Outcome,
+    telemetryId: string,
+    issued: StoredChallenge | undefined,
+    ai: AiAssessment | undefined,
+  ): EvaluateResponse {
+    const response: EvaluateResponse = {
+      decision: outcome.decision,
+      score: outcome.score,
+      riskBand: outcome.band,
+      reasons: outcome.reasons,
+      telemetryId,
+      operationKey: operation.key,
+      operationDisplayName: operation.displayName,
+      actionType: operation.actionType,
+      resourceType: operation.resourceType,
+      sensitivity: operation.sensitivity,
+      policyId: policy.id,
+      policyVersionId: policy.versionId,
+      warnings: [],
+    };
+    if (issued) response.challenge = { type: issued.type, id: issued.id, expiresAt: new Date(issued.expiresAt).toISOString() };
+    if (outcome.redaction) response.redaction = outcome.redaction;
+    if (outcome.retryAfterSeconds !== undefined) response.retryAfterSeconds = outcome.retryAfterSeconds;
+    if (ai) response.aiAssessment = ai;
+    return response;
+  }
+
+  private toEvent(x: {
+    environment: string;
+    req: EvaluateRequest;
+    operation: CompiledOperation;
+    policy: CompiledPolicy;
+    facts: Facts;
+    risk: RiskAssessment;
+    run: PolicyRun;
+    outcome: Outcome;
+    telemetryId: string;
+    issued: StoredChallenge | undefined;
+    ai: AiAssessment | undefined;
+    challenge: ChallengeState;
+    nowMs: number;
+  }): EventRecord {
+    const { outcome } = x;
+    return {
+      telemetryId: x.telemetryId,
+      environment: x.environment,
+      source: 'evaluate',
+      createdAt: x.nowMs,
+      operationKey: x.operation.key,
+      actorId: x.req.actor.id,
+      resourceType: x.req.resource.type,
+      resourceId: x.req.resource.id,
+      decision: outcome.decision,
+      score: outcome.score,
+      riskBand: outcome.band,
+      reasons: outcome.reasons,
+      policyId: x.policy.id,
+      policyVersionId: x.policy.versionId,
+      requestSummary: requestSummary(x.req),
+      explanation: {
+        signals: x.risk.contributions,
+        rules: x.run.outcomes,
+        thresholds: x.policy.thresholds,
+        ...(x.issued ? { challenge: { type: x.issued.type, id: x.issued.id, outcome: 'issued' } } : {}),
+        ...(x.challenge.kind !== 'none' ? { challengeResult: x.challenge.kind } : {}),
+        ...(outcome.redaction ? { redaction: outcome.redaction } : {}),
+        ...(outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}),
+        ...(x.ai ? { aiAssessment: x.ai } : {}),
+        baseScore: x.risk.score,
+        facts: x.facts as unknown as Record<string, unknown>,
+      },
+    };
+  }
+}

@@ -1,0 +1,38 @@
+import client from 'prom-client';
+import type { Middleware } from './middleware.js';
+
+/** The service's Prometheus registry; each TPS instance owns one, so tests never share counters. */
+export function createMetrics() {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry, prefix: 'tps_' });
+  const requests = new client.Counter({ name: 'tps_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'], registers: [registry] });
+  const duration = new client.Histogram({
+    name: 'tps_http_request_duration_seconds',
+    help: 'HTTP request duration by route',
+    labelNames: ['route'],
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+  });
+  const decisions = new client.Counter({ name: 'tps_decisions_total', help: 'Evaluate decisions by operation and decision', labelNames: ['operation', 'decision'], registers: [registry] });
+  const commitBatch = new client.Histogram({
+    name: 'tps_event_commit_batch_size',
+    help: 'Events per group-commit transaction',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+    registers: [registry],
+  });
+  const commitFailures = new client.Counter({ name: 'tps_event_commit_failures_total', help: 'Group-commit transactions that failed', registers: [registry] });
+
+  const observe = (): Middleware => async (ctx, next) => {
+    const start = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const route = (ctx as { routerPath?: string; _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      requests.inc({ route, status: String(ctx.status) });
+      duration.observe({ route }, Number(process.hrtime.bigint() - start) / 1e9);
+    }
+  };
+  return { registry, requests, duration, decisions, commitBatch, commitFailures, observe };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,89 @@
+import crypto from 'node:crypto';
+import type Koa from 'koa';
+import { ApiError } from '../api/errors.js';
+import type { ErrorBody } from '../api/types.js';
+import type { Principal, KeyRing } from '../auth/keyring.js';
+import { kindOf } from '../auth/keys.js';
+import type { VelocityCounter } from '../state/counters.js';
+import type { Logger } from './logger.js';
+
+export interface TpsState {
+  requestId: string;
+  principal: Principal;
+}
+export type Ctx = Koa.ParameterizedContext<TpsState>;
+export type Middleware = Koa.Middleware<TpsState>;
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Every response carries x-request-id: the caller's if it sent a sane one, else a new one. */
+export const requestId = (): Middleware => async (ctx, next) => {
+  const given = ctx.get('x-request-id');
+  ctx.state.requestId = REQUEST_ID.test(given) ? given : crypto.randomUUID();
+  ctx.set('x-request-id', ctx.state.requestId);
+  await next();
+};
+
+function send(ctx: Ctx, status: number, body: ErrorBody, headers?: Record<string, string>): void {
+  ctx.status = status;
+  ctx.body = body;
+  if (headers) ctx.set(headers);
+}
+
+/** CONTRACT's error body for every failure; a stack trace never leaves the process. */
+export const errors = (log: Logger): Middleware => async (ctx, next) => {
+  try {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found', `no route for ${ctx.method} ${ctx.path}`);
+  } catch (err) {
+    const e = err as { status?: number; type?: string; expose?: boolean };
+    if (err instanceof ApiError) {
+      const e = err;
+      if (e.code === 'store_unavailable') log.error({ requestId: ctx.state.requestId, err: e.cause }, 'event store could not commit');
+      send(ctx, e.status, { error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, e.headers);
+    } else if (e?.type === 'entity.too.large' || e?.status === 413) {
+      send(ctx, 413, { error: { code: 'payload_too_large', message: 'the request body is larger than the limit' } });
+    } else if (e?.type === 'entity.parse.failed' || (e?.status === 400 && e.expose)) {
+      send(ctx, 400, { error: { code: 'invalid_json', message: 'the request body is not valid JSON' } });
+    } else if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+      send(ctx, 415, { error: { code: 'unsupported_media_type', message: 'the request body must be JSON (content-type: application/json)' } });
+    } else {
+      log.error({ requestId: ctx.state.requestId, err }, 'internal error');
+      send(ctx, 500, { error: { code: 'internal_error', message: `internal error; quote request id ${ctx.state.requestId}` } });
+    }
+  }
+};
+
+/** Refuses bodies that do not say they are JSON before anything reads them. */
+export const requireJson = (): Middleware => async (ctx, next) => {
+  if (!ctx.is('application/json')) throw new ApiError('unsupported_media_type', 'content-type must be application/json');
+  await next();
+};
+
+/** Bearer secret keys only; publishable keys belong to the browser client. */
+export const authenticate = (keys: KeyRing): Middleware => async (ctx, next) => {
+  const header = ctx.get('authorization');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match) {
+    throw new ApiError('missing_api_key', 'send the secret key as "authorization: Bearer svc_sec_…"', undefined, { 'www-authenticate': 'Bearer' });
+  }
+  const key = match[1]!;
+  const principal = kindOf(key) ? await keys.authenticate(key) : undefined;
+  if (!principal) throw new ApiError('invalid_api_key', 'the API key is unknown or revoked', undefined, { 'www-authenticate': 'Bearer error="invalid_token"' });
+  if (principal.kind !== 'secret') throw new ApiError('publishable_key_not_allowed', 'a publishable key (svc_pub_) cannot call a server endpoint; use the secret key from server code');
+  ctx.state.principal = principal;
+  await next();
+};
+
+/** The per-key API quota (TPS_KEY_RATE_LIMIT_PER_MINUTE; 0 turns it off). */
+export const rateLimit = (counter: VelocityCounter, perMinute: number): Middleware => async (ctx, next) => {
+  if (perMinute > 0) {
+    const now = Date.now();
+    const used = await counter.hit(`quota\u0000${ctx.state.principal.keyId}`, 60, now);
+    if (used > perMinute) {
+      const retryAfter = String(Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000)));
+      throw new ApiError('rate_limited', `this key's quota of ${perMinute} requests per minute is spent`, undefined, { 'retry-after': retryAfter });
+    }
+  }
+  await next();
+};

@@ -1,0 +1,50 @@
+import Router from '@koa/router';
+import type { Catalog } from '../../policy/catalog.js';
+import type { Database } from '../../store/db.js';
+import type { Metrics } from '../metrics.js';
+import type { TpsState } from '../middleware.js';
+import { openApiDocument } from '../openapi.js';
+
+export interface ReadinessSource {
+  catalog(): Catalog;
+  /** Problems of the last configuration reload that was refused, if any. */
+  configProblems(): readonly { file: string; path: string; message: string }[];
+}
+
+/** Liveness, readiness, metrics and the API description: no key needed. */
+export function serviceRoutes(db: Database, config: ReadinessSource, metrics: Metrics): Router<TpsState> {
+  const router = new Router<TpsState>();
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const catalog = config.catalog();
+    let store = 'ok';
+    try {
+      await db.knex.raw('select 1');
+    } catch {
+      store = 'unreachable';
+    }
+    const problems = config.configProblems();
+    ctx.status = store === 'ok' ? 200 : 503;
+    ctx.body = {
+      status: store === 'ok' ? 'ready' : 'not_ready',
+      store: { status: store, dialect: db.dialect },
+      configuration: {
+        versionId: catalog.versionId,
+        loadedAt: catalog.loadedAt.toISOString(),
+        operations: catalog.operations.size,
+        lastReload: problems.length ? { status: 'rejected', problems } : { status: 'ok' },
+      },
+      policies: [...catalog.policies.values()].map((p) => ({ id: p.id, versionId: p.versionId })),
+    };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = openApiDocument;
+  });
+  return router;
+}

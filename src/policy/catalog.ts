@@ -1,0 +1,100 @@
+import crypto from 'node:crypto';
+import type { ConfigProblem } from './problems.js';
+import { ConfigError } from './problems.js';
+import { compilePolicy, type CompiledPolicy } from './compile.js';
+import { loadConfigDir, type LoadedConfig } from './load.js';
+import type { AiSpec } from './schema.js';
+
+export interface CompiledOperation {
+  key: string;
+  displayName: string;
+  actionType: string;
+  resourceType: string;
+  sensitivity: string;
+  policyId: string;
+  environments?: ReadonlySet<string>;
+  ai?: AiSpec;
+  file: string;
+}
+
+/** Everything a request needs from configuration: immutable, swapped whole on reload. */
+export interface Catalog {
+  dir: string;
+  loadedAt: Date;
+  versionId: string;
+  operations: ReadonlyMap<string, CompiledOperation>;
+  policies: ReadonlyMap<string, CompiledPolicy>;
+}
+
+export function lookupOperation(catalog: Catalog, environment: string, key: string): CompiledOperation | undefined {
+  const op = catalog.operations.get(key);
+  if (!op || (op.environments && !op.environments.has(environment))) return undefined;
+  return op;
+}
+
+/** Cross-file checks and compilation; returns every problem found, not only the first. */
+export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; problems: ConfigProblem[] } {
+  const problems = [...loaded.problems];
+  const signals = loaded.signals?.spec ?? {};
+
+  const policies = new Map<string, CompiledPolicy>();
+  const policyFiles = new Map<string, string>();
+  for (const { file, spec } of loaded.policies) {
+    if (policyFiles.has(spec.id)) {
+      problems.push({ file, path: 'id', message: `policy id "${spec.id}" is already defined in ${policyFiles.get(spec.id)}` });
+      continue;
+    }
+    policyFiles.set(spec.id, file);
+    for (const name of Object.keys(spec.weights ?? {})) {
+      if (!(name in signals)) problems.push({ file, path: `weights.${name}`, message: `weights.${name} names no signal declared in rules/signals.yaml` });
+    }
+    const ruleNames = new Set<string>();
+    (spec.rules ?? []).forEach((r, i) => {
+      if (ruleNames.has(r.name)) problems.push({ file, path: `rules[${i}].name`, message: `rule name "${r.name}" is used twice in this policy` });
+      ruleNames.add(r.name);
+    });
+    try {
+      policies.set(spec.id, compilePolicy(spec, signals));
+    } catch (err) {
+      problems.push({ file, path: '', message: `does not compile: ${(err as Error).message}` });
+    }
+  }
+
+  const operations = new Map<string, CompiledOperation>();
+  for (const { file, spec } of loaded.operations) {
+    const previous = operations.get(spec.key);
+    if (previous) {
+      problems.push({ file, path: 'key', message: `operation key "${spec.key}" is already defined in ${previous.file}` });
+      continue;
+    }
+    if (!policyFiles.has(spec.policy)) problems.push({ file, path: 'policy', message: `policy "${spec.policy}" is not defined under rules/` });
+    operations.set(spec.key, {
+      key: spec.key,
+      displayName: spec.displayName,
+      actionType: spec.actionType,
+      resourceType: spec.resourceType,
+      sensitivity: spec.sensitivity,
+      policyId: spec.policy,
+      environments: spec.environments ? new Set(spec.environments) : undefined,
+      ai: spec.ai,
+      file,
+    });
+  }
+  if (loaded.operations.length === 0 && problems.length === 0) problems.push({ file: 'operations', path: '', message: 'no protected operation is defined' });
+  if (problems.length) return { problems };
+
+  const versionId = crypto
+    .createHash('sha256')
+    .update([...operations.values()].map((o) => `${o.key}:${o.policyId}:${o.sensitivity}:${o.actionType}:${o.displayName}:${[...(o.environments ?? [])]}:${JSON.stringify(o.ai ?? null)}`).join('\n'))
+    .update([...policies.values()].map((p) => p.versionId).join('\n'))
+    .digest('hex')
+    .slice(0, 16);
+  return { catalog: { dir: loaded.dir, loadedAt: new Date(), versionId, operations, policies }, problems };
+}
+
+/** Loads and compiles a configuration folder, or throws ConfigError listing every problem. */
+export function loadCatalog(dir: string): Catalog {
+  const { catalog, problems } = compileCatalog(loadConfigDir(dir));
+  if (!catalog) throw new ConfigError(problems);
+  return catalog;
+}

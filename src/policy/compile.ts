@@ -1,0 +1,158 @@
+import crypto from 'node:crypto';
+import { Engine, type RuleProperties } from 'json-rules-engine';
+import { stringify } from 'safe-stable-stringify';
+import type { ChallengeType, Decision, Redaction } from '../api/types.js';
+import { compileSignal, type CompiledSignal } from '../risk/signals.js';
+import { leaf, toTopLevel } from './conditions.js';
+import type { AiSpec, ConditionSpec, PolicySpec, SignalSpec } from './schema.js';
+
+export interface Thresholds {
+  medium: number;
+  high: number;
+  stepUp?: number;
+  deny?: number;
+}
+
+/** One rule of a compiled policy: what it decides when its conditions hold. */
+export interface CompiledRule {
+  name: string;
+  decision: Decision;
+  reason: string;
+  challenge?: ChallengeType;
+  redaction?: Redaction;
+  retryAfterSeconds?: number;
+  /** Built in by a policy shorthand (requireRoles, thresholds…) rather than written under rules:. */
+  builtIn: boolean;
+  conditions: ReturnType<typeof toTopLevel>;
+}
+
+/** A policy as it runs: built once per configuration version, shared by every request. */
+export interface CompiledPolicy {
+  id: string;
+  versionId: string;
+  description?: string;
+  thresholds: Thresholds;
+  signals: CompiledSignal[];
+  rules: CompiledRule[];
+  stepUpChallenge: ChallengeType;
+  serviceWindow?: { seconds: number; max: number };
+  ai?: AiSpec;
+  engine: Engine;
+  /** The JSON that the version id hashes: what a reviewer reads, what policy_versions keeps. */
+  compiled: Record<string, unknown>;
+}
+
+export const DEFAULT_THRESHOLDS = { medium: 30, high: 60 } as const;
+export const DEFAULT_THROTTLE_RETRY_SECONDS = 60;
+
+const dotted = (root: object, path: string): unknown => {
+  let value: unknown = root;
+  for (let i = 0, start = 0; start <= path.length; i++) {
+    const end = path.indexOf('.', start);
+    const key = end < 0 ? path.slice(start) : path.slice(start, end);
+    if (value === null || value === undefined) return undefined;
+    value = (value as Record<string, unknown>)[key];
+    if (end < 0) break;
+    start = end + 1;
+  }
+  return value;
+};
+
+export function newEngine(): Engine {
+  // A dotted-path resolver instead of JSONPath: facts are plain objects and paths plain keys.
+  const engine = new Engine([], { allowUndefinedFacts: true, pathResolver: dotted as never });
+  engine.addOperator('exists', (fact: unknown, want: unknown) => (fact !== undefined && fact !== null) === want);
+  return engine;
+}
+
+function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, thresholds: Thresholds): CompiledRule[] {
+  const rules: CompiledRule[] = [];
+  const add = (name: string, decision: Decision, reason: string, when: ConditionSpec, extra: Partial<CompiledRule> = {}) =>
+    rules.push({ name, decision, reason, builtIn: true, conditions: toTopLevel(when), ...extra });
+
+  if (spec.requireRoles) {
+    add('require-roles', 'deny', 'policy_role_required', leaf('actor.roles', 'not:someFact:in', spec.requireRoles));
+  }
+  const human = spec.requireRecentHumanSignal;
+  if (human) {
+    const action = human.action ?? 'step_up';
+    add(
+      'require-recent-human-signal',
+      action === 'deny' ? 'deny' : 'step_up_required',
+      'policy_recent_human_signal_required',
+      { any: [leaf('session.humanSignalAgeSeconds', 'exists', false), leaf('session.humanSignalAgeSeconds', 'greaterThan', human.maxAgeSeconds)] },
+      action === 'deny' ? {} : { challenge: stepUpChallenge },
+    );
+  }
+  const retryAfterSeconds = spec.throttle?.retryAfterSeconds ?? DEFAULT_THROTTLE_RETRY_SECONDS;
+  if (spec.throttle?.velocityWindowCount !== undefined) {
+    add('caller-velocity-limit', 'throttle', 'velocity_limit_exceeded', leaf('metadata.velocityWindowCount', 'greaterThan', spec.throttle.velocityWindowCount), { retryAfterSeconds });
+  }
+  if (spec.throttle?.serviceWindow) {
+    add('service-velocity-limit', 'throttle', 'service_velocity_limit_exceeded', leaf('velocity.serviceCount', 'greaterThan', spec.throttle.serviceWindow.max), {
+      retryAfterSeconds: Math.min(retryAfterSeconds, spec.throttle.serviceWindow.seconds),
+    });
+  }
+  if (thresholds.deny !== undefined) add('score-deny', 'deny', 'score_deny_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.deny));
+  if (thresholds.stepUp !== undefined) {
+    add('score-step-up', 'step_up_required', 'score_step_up_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.stepUp), { challenge: stepUpChallenge });
+  }
+  return rules;
+}
+
+export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, SignalSpec>): CompiledPolicy {
+  const thresholds: Thresholds = { ...DEFAULT_THRESHOLDS, ...stripUndefined(spec.thresholds ?? {}) };
+  const stepUpChallenge = (spec.stepUp?.challenge ?? 'passkey') as ChallengeType;
+  const weights = (spec.weights ?? {}) as Record<string, number>;
+  const signals = Object.entries(signalSpecs).map(([name, s]) => compileSignal(name, s, weights[name] ?? s.weight));
+
+  const rules = builtInRules(spec, stepUpChallenge, thresholds);
+  for (const r of spec.rules ?? []) {
+    rules.push({
+      name: r.name,
+      decision: r.then.decision as Decision,
+      reason: r.then.reason,
+      builtIn: false,
+      conditions: toTopLevel(r.when as ConditionSpec | undefined),
+      ...(r.then.decision === 'step_up_required' ? { challenge: (r.then.challenge ?? stepUpChallenge) as ChallengeType } : {}),
+      ...(r.then.redaction ? { redaction: r.then.redaction as Redaction } : {}),
+      ...(r.then.decision === 'throttle' ? { retryAfterSeconds: r.then.retryAfterSeconds ?? spec.throttle?.retryAfterSeconds ?? DEFAULT_THROTTLE_RETRY_SECONDS } : {}),
+    });
+  }
+
+  const compiled = {
+    id: spec.id,
+    thresholds,
+    stepUpChallenge,
+    serviceWindow: spec.throttle?.serviceWindow ?? null,
+    signals: signals.map((s) => ({ ...s.spec, name: s.name, weight: s.weight, reason: s.reason, reasonAt: s.reasonAt, description: undefined })),
+    rules: rules.map((r, index) => toEngineRule(r, index)),
+    ai: spec.ai ?? null,
+  };
+  const versionId = `pv_${crypto.createHash('sha256').update(stringify(compiled) ?? '').digest('hex').slice(0, 20)}`;
+
+  const engine = newEngine();
+  for (const rule of compiled.rules) engine.addRule(rule);
+  return {
+    id: spec.id,
+    versionId,
+    description: spec.description,
+    thresholds,
+    signals,
+    rules,
+    stepUpChallenge,
+    serviceWindow: spec.throttle?.serviceWindow,
+    ai: spec.ai,
+    engine,
+    compiled: JSON.parse(stringify(compiled) ?? '{}'),
+  };
+}
+
+function toEngineRule(rule: CompiledRule, index: number): RuleProperties {
+  const { conditions, builtIn: _builtIn, ...outcome } = rule;
+  return { name: rule.name, conditions, event: { type: rule.decision, params: { index, ...outcome } } };
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

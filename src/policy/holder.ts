@@ -1,0 +1,35 @@
+import type { Catalog } from './catalog.js';
+import { compileCatalog } from './catalog.js';
+import { loadConfigDir } from './load.js';
+import type { ConfigProblem } from './problems.js';
+
+/**
+ * Holds the configuration in force. A reload compiles off to the side and swaps the whole catalog
+ * in one assignment: an evaluation that already read `current()` finishes on its version, and an
+ * invalid edit leaves the last good one serving.
+ */
+export class ConfigHolder {
+  private problems: ConfigProblem[] = [];
+  private readonly listeners: ((catalog: Catalog) => Promise<void> | void)[] = [];
+
+  constructor(private catalog: Catalog) {}
+
+  current = (): Catalog => this.catalog;
+  lastProblems = (): readonly ConfigProblem[] => this.problems;
+
+  onSwap(listener: (catalog: Catalog) => Promise<void> | void): void {
+    this.listeners.push(listener);
+  }
+
+  async reload(): Promise<{ ok: boolean; problems: ConfigProblem[]; catalog: Catalog }> {
+    const { catalog, problems } = compileCatalog(loadConfigDir(this.catalog.dir));
+    if (!catalog) {
+      this.problems = problems;
+      return { ok: false, problems, catalog: this.catalog };
+    }
+    for (const listener of this.listeners) await listener(catalog);
+    this.catalog = catalog;
+    this.problems = [];
+    return { ok: true, problems: [], catalog };
+  }
+}

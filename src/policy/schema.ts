@@ -1,0 +1,152 @@
+import { CHALLENGE_TYPES, DECISIONS, REDACTION_STRATEGIES } from '../api/types.js';
+import { REASON_CODE_PATTERN } from '../reasons/catalog.js';
+import { mapOf, strictObject, yup } from '../validate/kit.js';
+
+// The YAML formats of operations/ and rules/. What these accept is documented in README
+// ("YAML reference"); keep the two in step.
+
+export const ACTION_TYPES = ['create', 'read', 'update', 'delete', 'export', 'import', 'approve', 'transfer', 'grant', 'login', 'other'] as const;
+export const SENSITIVITIES = ['low', 'medium', 'high', 'critical'] as const;
+export const FACT_ROOTS = ['operation', 'actor', 'resource', 'requestData', 'session', 'metadata', 'rawSignals', 'velocity', 'risk'] as const;
+export const TRANSFORMS = ['flag', 'clamp', 'inverse', 'ramp', 'nonEmpty', 'map', 'between'] as const;
+export const OPERATORS = [
+  'equal', 'notEqual', 'lessThan', 'lessThanInclusive', 'greaterThan', 'greaterThanInclusive',
+  'in', 'notIn', 'contains', 'doesNotContain', 'exists', 'missing',
+] as const;
+const DECORATORS = ['someFact', 'someValue', 'everyFact', 'everyValue', 'swap', 'not'];
+
+const KEY = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+const ID = /^[a-z][a-z0-9_-]{0,63}$/;
+const factPath = yup
+  .string()
+  .required()
+  .test('fact-path', '${path} must be a dotted path whose first part is one of: ' + FACT_ROOTS.join(', '), (v) => {
+    if (!v) return false;
+    const [root, ...rest] = v.split('.');
+    return (FACT_ROOTS as readonly string[]).includes(root!) && rest.every((p) => p.length > 0);
+  });
+
+const reasonCode = yup.string().matches(REASON_CODE_PATTERN, '${path} must be a snake_case reason code');
+const thresholdValue = yup.number().min(0).max(100);
+
+export const aiSchema = strictObject({
+  enabled: yup.boolean(),
+  model: yup.string().max(200),
+  maxScoreDelta: yup.number().min(0).max(30),
+  timeoutMs: yup.number().integer().min(1).max(60_000),
+  allowFields: yup.array(yup.string().oneOf(['actor.id', 'resource.id', 'resource.ownerId', 'resource.classification', 'requestData.amount', 'requestData.currency']).required()),
+}).default(undefined);
+
+export const operationSchema = strictObject({
+  key: yup.string().required().matches(KEY, '${path} must look like resource.action (lowercase, dotted)'),
+  displayName: yup.string().required().min(1).max(200),
+  description: yup.string().max(2000),
+  actionType: yup.string().required().oneOf(ACTION_TYPES),
+  resourceType: yup.string().required().min(1).max(128),
+  sensitivity: yup.string().required().oneOf(SENSITIVITIES),
+  policy: yup.string().required().matches(ID, '${path} must be a policy id (lowercase letters, digits, - and _)'),
+  environments: yup.array(yup.string().required().min(1).max(64)).min(1),
+  ai: aiSchema,
+});
+
+const signalSchema = strictObject({
+  description: yup.string().max(500),
+  fact: factPath,
+  transform: yup.string().required().oneOf(TRANSFORMS),
+  equals: yup.mixed().test('scalar', '${path} must be a string, number or boolean', (v) => v === undefined || ['string', 'number', 'boolean'].includes(typeof v)),
+  range: yup
+    .array(yup.number().required())
+    .length(2, '${path} must be [from, to]')
+    .when('transform', { is: (t: string) => t === 'ramp' || t === 'between', then: (s) => s.required('${path} is required for this transform') }),
+  values: mapOf(() => yup.number().required().min(0).max(1)).when('transform', { is: 'map', then: (s) => s.required('${path} is required for transform map') }),
+  missing: yup.number().min(0).max(1),
+  weight: yup.number().required().min(0).max(100),
+  reason: reasonCode,
+  reasonAt: yup.number().min(0).max(1),
+});
+
+export const signalsFileSchema = strictObject({
+  signals: mapOf(() => signalSchema, /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name (snake_case)').required(),
+});
+
+const conditionLeaf = strictObject({
+  fact: factPath,
+  operator: yup
+    .string()
+    .required()
+    .test('operator', '${path} must be a known operator, optionally with decorators (e.g. not:in, someFact:in)', (v) => {
+      if (!v) return false;
+      const parts = v.split(':');
+      const op = parts.pop()!;
+      return (OPERATORS as readonly string[]).includes(op) && parts.every((d) => DECORATORS.includes(d));
+    }),
+  value: yup.mixed().test('defined', '${path} is required', (v) => v !== undefined),
+});
+
+// Conditions nest: {all: [...]}, {any: [...]}, {not: {...}} or a leaf.
+export const conditionSchema: yup.Schema<unknown> = yup.lazy((value: unknown) => {
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    if ('all' in value) return strictObject({ all: yup.array(conditionSchema).required().min(1) });
+    if ('any' in value) return strictObject({ any: yup.array(conditionSchema).required().min(1) });
+    if ('not' in value) return strictObject({ not: conditionSchema });
+  }
+  return conditionLeaf;
+}) as unknown as yup.Schema<unknown>;
+
+const redactionSchema = strictObject({
+  fields: yup
+    .array(yup.string().required().matches(/^[A-Za-z0-9_]+(\.[A-Za-z0-9_*]+)*$/, '${path} must be a dotted field path'))
+    .required()
+    .min(1),
+  strategy: yup.string().required().oneOf(REDACTION_STRATEGIES),
+}).default(undefined);
+
+const ruleSchema = strictObject({
+  name: yup.string().required().matches(ID, '${path} must be lowercase letters, digits, - and _'),
+  description: yup.string().max(500),
+  when: conditionSchema,
+  then: strictObject({
+    decision: yup.string().required().oneOf(DECISIONS),
+    reason: reasonCode.required(),
+    challenge: yup.string().oneOf(CHALLENGE_TYPES),
+    redaction: redactionSchema.when('decision', {
+      is: 'allow_redacted',
+      then: (s) => s.required('${path} is required when decision is allow_redacted'),
+    }),
+    retryAfterSeconds: yup.number().integer().min(1).max(86_400),
+  }).required(),
+});
+
+export const policySchema = strictObject({
+  id: yup.string().required().matches(ID, '${path} must be lowercase letters, digits, - and _'),
+  description: yup.string().max(2000),
+  thresholds: strictObject({
+    medium: thresholdValue,
+    high: thresholdValue,
+    stepUp: thresholdValue,
+    deny: thresholdValue,
+  })
+    .default(undefined)
+    .test('ordered', 'thresholds.medium must be below thresholds.high', (t) => !t || t.medium === undefined || t.high === undefined || t.medium < t.high),
+  weights: mapOf(() => yup.number().required().min(0).max(100), /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name'),
+  requireRoles: yup.array(yup.string().required().min(1).max(128)).min(1).default(undefined),
+  requireRecentHumanSignal: strictObject({
+    maxAgeSeconds: yup.number().required().min(1),
+    action: yup.string().oneOf(['step_up', 'deny']),
+  }).default(undefined),
+  stepUp: strictObject({ challenge: yup.string().required().oneOf(CHALLENGE_TYPES) }).default(undefined),
+  throttle: strictObject({
+    velocityWindowCount: yup.number().integer().min(0),
+    serviceWindow: strictObject({ seconds: yup.number().integer().required().min(1).max(86_400), max: yup.number().integer().required().min(1) }).default(undefined),
+    retryAfterSeconds: yup.number().integer().min(1).max(86_400),
+  }).default(undefined),
+  rules: yup.array(ruleSchema).default(undefined),
+  ai: aiSchema,
+});
+
+export type OperationSpec = yup.InferType<typeof operationSchema>;
+export type SignalSpec = yup.InferType<typeof signalSchema>;
+export type PolicySpec = yup.InferType<typeof policySchema>;
+export type AiSpec = NonNullable<yup.InferType<typeof aiSchema>>;
+export type RuleSpec = NonNullable<PolicySpec['rules']>[number];
+export type ConditionSpec = { all: ConditionSpec[] } | { any: ConditionSpec[] } | { not: ConditionSpec } | { fact: string; operator: string; value: unknown };

@@ -1,0 +1,63 @@
+import { Redis } from 'ioredis';
+import type { ChallengeStore, StoredChallenge } from './challenges.js';
+import { slidingCount, type VelocityCounter } from './counters.js';
+
+// Shared state for several TPS instances (REDIS_URL). Every key sits under one prefix so tests and
+// deployments can share a Redis without touching each other's keys.
+
+export function connectRedis(url: string): Redis {
+  return new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+}
+
+export class RedisVelocityCounter implements VelocityCounter {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix = 'tps:',
+  ) {}
+
+  async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
+    const windowMs = windowSeconds * 1000;
+    const bucket = Math.floor(nowMs / windowMs);
+    const cur = `${this.prefix}v:${key}:${bucket}`;
+    const prev = `${this.prefix}v:${key}:${bucket - 1}`;
+    const res = await this.redis.multi().incr(cur).pexpire(cur, windowMs * 2).get(prev).exec();
+    if (!res) throw new Error('redis transaction aborted');
+    for (const [err] of res) if (err) throw err;
+    return slidingCount(Number(res[0]![1]), Number(res[2]![1] ?? 0), windowMs, nowMs);
+  }
+
+  async close(): Promise<void> {}
+}
+
+export class RedisChallengeStore implements ChallengeStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix = 'tps:',
+  ) {}
+
+  private idKey = (id: string) => `${this.prefix}ch:${id}`;
+  private fpKey = (env: string, fp: string) => `${this.prefix}chfp:${env}:${fp}`;
+
+  async issue(c: StoredChallenge): Promise<void> {
+    const ttl = Math.max(1, c.expiresAt - Date.now());
+    await this.redis.multi().set(this.idKey(c.id), JSON.stringify(c), 'PX', ttl).set(this.fpKey(c.environment, c.fingerprint), c.id, 'PX', ttl).exec();
+  }
+
+  async consume(environment: string, fingerprint: string, id: string | undefined, nowMs: number): Promise<StoredChallenge | undefined> {
+    const chosen = id ?? (await this.redis.get(this.fpKey(environment, fingerprint)));
+    if (!chosen) return undefined;
+    // GETDEL makes use single: of two concurrent retries only one gets the challenge back.
+    const raw = await this.redis.getdel(this.idKey(chosen));
+    if (!raw) return undefined;
+    const c = JSON.parse(raw) as StoredChallenge;
+    if (c.environment !== environment || c.fingerprint !== fingerprint) {
+      // Named by id but bound to another transaction: put it back untouched, and refuse.
+      if (c.expiresAt > nowMs) await this.redis.set(this.idKey(chosen), raw, 'PX', c.expiresAt - nowMs);
+      return undefined;
+    }
+    await this.redis.del(this.fpKey(environment, fingerprint));
+    return c.expiresAt > nowMs ? c : undefined;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,96 @@
+import type { Knex } from 'knex';
+
+export type KeyKind = 'secret' | 'publishable';
+
+export interface KeyRecord {
+  id: string;
+  environment: string;
+  kind: KeyKind;
+  hash: string;
+  hint: string;
+  label: string | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** Keys and environments as stored: only hashes of keys ever reach the database. */
+export interface KeyStore {
+  ensureEnvironment(name: string): Promise<void>;
+  insert(record: KeyRecord): Promise<void>;
+  /** Inserts unless a key with this hash exists; returns the stored record either way. */
+  upsertByHash(record: KeyRecord): Promise<KeyRecord>;
+  findByHash(hash: string): Promise<KeyRecord | undefined>;
+  list(): Promise<KeyRecord[]>;
+  revoke(id: string, at: number): Promise<boolean>;
+  count(): Promise<number>;
+}
+
+interface Row {
+  id: string;
+  environment: string;
+  kind: KeyKind;
+  hash: string;
+  hint: string;
+  label: string | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+const toRecord = (r: Row): KeyRecord => ({
+  id: r.id,
+  environment: r.environment,
+  kind: r.kind,
+  hash: r.hash,
+  hint: r.hint,
+  label: r.label,
+  createdAt: Number(r.created_at),
+  revokedAt: r.revoked_at === null ? null : Number(r.revoked_at),
+});
+
+export class KnexKeyStore implements KeyStore {
+  constructor(private readonly knex: Knex) {}
+
+  async ensureEnvironment(name: string): Promise<void> {
+    await this.knex('environments').insert({ name, created_at: Date.now() }).onConflict('name').ignore();
+  }
+
+  async insert(record: KeyRecord): Promise<void> {
+    await this.knex('api_keys').insert({
+      id: record.id,
+      environment: record.environment,
+      kind: record.kind,
+      hash: record.hash,
+      hint: record.hint,
+      label: record.label,
+      created_at: record.createdAt,
+      revoked_at: record.revokedAt,
+    });
+  }
+
+  async upsertByHash(record: KeyRecord): Promise<KeyRecord> {
+    const existing = await this.findByHash(record.hash);
+    if (existing) return existing;
+    await this.insert(record);
+    return record;
+  }
+
+  async findByHash(hash: string): Promise<KeyRecord | undefined> {
+    const row = await this.knex<Row>('api_keys').where({ hash }).first();
+    return row ? toRecord(row) : undefined;
+  }
+
+  async list(): Promise<KeyRecord[]> {
+    const rows = await this.knex<Row>('api_keys').select('*').orderBy([{ column: 'environment' }, { column: 'created_at' }]);
+    return rows.map(toRecord);
+  }
+
+  async revoke(id: string, at: number): Promise<boolean> {
+    const n = await this.knex('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: at });
+    return n > 0;
+  }
+
+  async count(): Promise<number> {
+    const row = await this.knex('api_keys').count<{ n: number | string }[]>({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+}

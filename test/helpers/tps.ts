@@ -1,0 +1,135 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import knexFactory from 'knex';
+import { createTps, type Tps } from '../../src/app.js';
+import { generateKey } from '../../src/auth/keys.js';
+import { readSettings } from '../../src/config/env.js';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const PG_BASE_URL = process.env.TPS_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+export const REDIS_TEST_URL = process.env.TPS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+export interface RunningTps {
+  url: string;
+  secretKey: string;
+  publishableKey: string;
+  environment: string;
+  databaseUrl: string;
+  tps: Tps;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  store?: StoreKind;
+  env?: Record<string, string | undefined>;
+  configDir?: string;
+  /** Use Redis for counters and challenges, under a key prefix of its own. */
+  redis?: boolean;
+}
+
+const unique = () => `${Date.now().toString(36)}${crypto.randomBytes(4).toString('hex')}`;
+
+/** A fresh store: a SQLite file in a temp folder, or a PostgreSQL schema of its own. */
+export function freshDatabase(store: StoreKind): { url: string; drop(): Promise<void> } {
+  if (store === 'postgres') {
+    const schema = `tps_test_${unique()}`;
+    return {
+      url: `${PG_BASE_URL}?schema=${schema}`,
+      async drop() {
+        const admin = knexFactory({ client: 'pg', connection: PG_BASE_URL, pool: { min: 0, max: 1 } });
+        try {
+          await admin.raw('DROP SCHEMA IF EXISTS ?? CASCADE', [schema]);
+        } finally {
+          await admin.destroy();
+        }
+      },
+    };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-test-'));
+  return { url: `sqlite:${path.join(dir, 'tps.sqlite')}`, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Boots the real service on a free loopback port with its own store and pinned keys. */
+export async function startTps(options: StartOptions = {}): Promise<RunningTps> {
+  const db = freshDatabase(options.store ?? 'sqlite');
+  const secretKey = generateKey('secret');
+  const publishableKey = generateKey('publishable');
+  const environment = 'test';
+  const redisPrefix = `tps-test:${unique()}:`;
+  const settings = readSettings({
+    DATABASE_URL: db.url,
+    TPS_CONFIG_DIR: options.configDir ?? REPO_ROOT,
+    TPS_ENVIRONMENT: environment,
+    TPS_SECRET_KEY: secretKey,
+    TPS_PUBLISHABLE_KEY: publishableKey,
+    LOG_LEVEL: 'silent',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    REDIS_URL: options.redis ? REDIS_TEST_URL : undefined,
+    ...options.env,
+  });
+  let tps: Tps;
+  try {
+    tps = await createTps(settings, { redisPrefix });
+  } catch (err) {
+    await db.drop();
+    throw err;
+  }
+  const { url } = await tps.listen(0, '127.0.0.1');
+  return {
+    url,
+    secretKey,
+    publishableKey,
+    environment,
+    databaseUrl: db.url,
+    tps,
+    async close() {
+      await tps.close();
+      if (options.redis) await dropRedisPrefix(redisPrefix);
+      await db.drop();
+    },
+  };
+}
+
+async function dropRedisPrefix(prefix: string): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(REDIS_TEST_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** POSTs JSON with the given key; returns status, headers and parsed body. */
+export async function post(url: string, body: unknown, key?: string, headers: Record<string, string> = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+export async function get(url: string, key?: string) {
+  const res = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    /* non-JSON bodies (metrics) stay text */
+  }
+  return { status: res.status, headers: res.headers, body: body as any };
+}
