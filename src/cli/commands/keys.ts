@@ -1,0 +1,72 @@
+import { readSettings } from '../../config/env.js';
+import { createKeyPair } from '../../auth/keys.js';
+import { openDatabase } from '../../store/db.js';
+import { KnexKeyStore } from '../../store/keyStore.js';
+import { out, UsageError, type Command } from '../command.js';
+
+async function withKeyStore<T>(fn: (store: KnexKeyStore) => Promise<T>): Promise<T> {
+  const db = await openDatabase(readSettings().databaseUrl);
+  try {
+    return await fn(new KnexKeyStore(db.knex));
+  } finally {
+    await db.close();
+  }
+}
+
+const create: Command = {
+  words: ['keys', 'create'],
+  usage: 'keys create --env NAME [--label TEXT]',
+  summary: 'create an environment key pair and print it once',
+  options: { env: { type: 'string' }, label: { type: 'string' } },
+  async run({ values }) {
+    const env = values.env as string | undefined;
+    if (!env || !/^[A-Za-z0-9_-]{1,64}$/.test(env)) throw new UsageError('--env NAME is required (letters, digits, - and _)');
+    const pair = await withKeyStore((store) => createKeyPair(store, env, (values.label as string | undefined) ?? null));
+    out(`environment:     ${pair.environment}`);
+    out(`secret key:      ${pair.secretKey}   (id ${pair.secret.id})`);
+    out(`publishable key: ${pair.publishableKey}   (id ${pair.publishable.id})`);
+    out('The keys are shown only now: TPS keeps their hashes.');
+    return 0;
+  },
+};
+
+const list: Command = {
+  words: ['keys', 'list'],
+  usage: 'keys list [--json]',
+  summary: 'list keys (ids, environments, hints; never the keys)',
+  options: { json: { type: 'boolean' } },
+  async run({ values }) {
+    const keys = await withKeyStore((store) => store.list());
+    const rows = keys.map((k) => ({
+      id: k.id,
+      environment: k.environment,
+      kind: k.kind,
+      hint: k.hint,
+      label: k.label,
+      createdAt: new Date(k.createdAt).toISOString(),
+      revokedAt: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString(),
+    }));
+    if (values.json) out(JSON.stringify(rows, null, 2));
+    else for (const r of rows) out(`${r.id}  ${r.environment.padEnd(16)} ${r.kind.padEnd(11)} ${r.hint.padEnd(16)} ${r.revokedAt ? `revoked ${r.revokedAt}` : 'active'}`);
+    return 0;
+  },
+};
+
+const revoke: Command = {
+  words: ['keys', 'revoke'],
+  usage: 'keys revoke ID',
+  summary: 'revoke a key; running servers refuse it within TPS_KEY_CACHE_MS',
+  async run({ positionals }) {
+    const id = positionals[0];
+    if (!id) throw new UsageError('usage: tps keys revoke ID');
+    const done = await withKeyStore((store) => store.revoke(id, Date.now()));
+    if (!done) {
+      out(`no active key with id ${id}`);
+      return 1;
+    }
+    out(`revoked ${id}`);
+    return 0;
+  },
+};
+
+export default [create, list, revoke];
