@@ -5,7 +5,7 @@ import type { ErrorBody } from '../api/types.js';
 import type { Principal, KeyRing } from '../auth/keyring.js';
 import { kindOf } from '../auth/keys.js';
 import type { VelocityCounter } from '../state/counters.js';
-import type { Logger } from './logger.js';
+import { safeError, type Logger } from './logger.js';
 
 export interface TpsState {
   requestId: string;
@@ -39,16 +39,16 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
     const e = err as { status?: number; type?: string; expose?: boolean };
     if (err instanceof ApiError) {
       const e = err;
-      if (e.code === 'store_unavailable') log.error({ requestId: ctx.state.requestId, err: e.cause }, 'event store could not commit');
+      if (e.code === 'store_unavailable') log.error({ requestId: ctx.state.requestId, err: safeError(e.cause) }, 'event store could not commit');
       send(ctx, e.status, { error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, e.headers);
     } else if (e?.type === 'entity.too.large' || e?.status === 413) {
       send(ctx, 413, { error: { code: 'payload_too_large', message: 'the request body is larger than the limit' } });
-    } else if (e?.type === 'entity.parse.failed' || (e?.status === 400 && e.expose)) {
+    } else if (e?.type === 'entity.parse.failed' || (e?.status === 400 && err instanceof SyntaxError)) {
       send(ctx, 400, { error: { code: 'invalid_json', message: 'the request body is not valid JSON' } });
     } else if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
       send(ctx, 415, { error: { code: 'unsupported_media_type', message: 'the request body must be JSON (content-type: application/json)' } });
     } else {
-      log.error({ requestId: ctx.state.requestId, err }, 'internal error');
+      log.error({ requestId: ctx.state.requestId, err: safeError(err) }, 'internal error');
       send(ctx, 500, { error: { code: 'internal_error', message: `internal error; quote request id ${ctx.state.requestId}` } });
     }
   }

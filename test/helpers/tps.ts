@@ -7,6 +7,7 @@ import knexFactory from 'knex';
 import { createTps, type Tps } from '../../src/app.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
+import type { Logger } from '../../src/http/logger.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const PG_BASE_URL = process.env.TPS_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -28,11 +29,15 @@ export interface StartOptions {
   store?: StoreKind;
   env?: Record<string, string | undefined>;
   configDir?: string;
-  /** Use Redis for counters and challenges, under a key prefix of its own. */
+  /** Use Redis for counters and challenges, under a key prefix of its own (or the one given). */
   redis?: boolean;
+  redisPrefix?: string;
+  logger?: Logger;
+  /** Reuse an existing store (its URL) instead of a fresh one; the caller drops it. */
+  databaseUrl?: string;
 }
 
-const unique = () => `${Date.now().toString(36)}${crypto.randomBytes(4).toString('hex')}`;
+export const unique = () => `${Date.now().toString(36)}${crypto.randomBytes(4).toString('hex')}`;
 
 /** A fresh store: a SQLite file in a temp folder, or a PostgreSQL schema of its own. */
 export function freshDatabase(store: StoreKind): { url: string; drop(): Promise<void> } {
@@ -56,11 +61,11 @@ export function freshDatabase(store: StoreKind): { url: string; drop(): Promise<
 
 /** Boots the real service on a free loopback port with its own store and pinned keys. */
 export async function startTps(options: StartOptions = {}): Promise<RunningTps> {
-  const db = freshDatabase(options.store ?? 'sqlite');
+  const db = options.databaseUrl ? { url: options.databaseUrl, drop: async () => undefined } : freshDatabase(options.store ?? 'sqlite');
   const secretKey = generateKey('secret');
   const publishableKey = generateKey('publishable');
   const environment = 'test';
-  const redisPrefix = `tps-test:${unique()}:`;
+  const redisPrefix = options.redisPrefix ?? `tps-test:${unique()}:`;
   const settings = readSettings({
     DATABASE_URL: db.url,
     TPS_CONFIG_DIR: options.configDir ?? REPO_ROOT,
@@ -75,7 +80,7 @@ export async function startTps(options: StartOptions = {}): Promise<RunningTps> 
   });
   let tps: Tps;
   try {
-    tps = await createTps(settings, { redisPrefix });
+    tps = await createTps(settings, { redisPrefix, logger: options.logger });
   } catch (err) {
     await db.drop();
     throw err;
@@ -96,7 +101,7 @@ export async function startTps(options: StartOptions = {}): Promise<RunningTps> 
   };
 }
 
-async function dropRedisPrefix(prefix: string): Promise<void> {
+export async function dropRedisPrefix(prefix: string): Promise<void> {
   const { Redis } = await import('ioredis');
   const redis = new Redis(REDIS_TEST_URL);
   try {

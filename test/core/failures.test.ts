@@ -1,0 +1,153 @@
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import path from 'node:path';
+import test from 'ava';
+import { pino } from 'pino';
+import { openDatabase } from '../../src/store/db.js';
+import { KnexEventStore } from '../../src/store/eventStore.js';
+import { generateKey } from '../../src/auth/keys.js';
+import { freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
+import { samples } from './evaluate-suite.js';
+
+for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
+  test(`[${store}] 503 store_unavailable when the store cannot commit; nothing half-written, and recovery`, async (t) => {
+    const tps = await startTps({ store });
+    try {
+      const knex = tps.tps.db.knex;
+      await knex.schema.renameTable('events', 'events_away');
+      const res = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+      t.is(res.status, 503);
+      t.is(res.body.error.code, 'store_unavailable');
+      t.false(JSON.stringify(res.body).includes('events'), 'no SQL detail leaks');
+      await knex.schema.renameTable('events_away', 'events');
+      t.is(await tps.tps.events.count(), 0);
+      const ok = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+      t.is(ok.status, 200);
+      t.truthy(await tps.tps.events.get(tps.environment, ok.body.telemetryId));
+    } finally {
+      await tps.close();
+    }
+  });
+}
+
+test('429 rate_limited with retry-after once the key quota is spent', async (t) => {
+  const tps = await startTps({ env: { TPS_KEY_RATE_LIMIT_PER_MINUTE: '5' } });
+  try {
+    const statuses: number[] = [];
+    let last;
+    for (let i = 0; i < 7; i++) {
+      last = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+      statuses.push(last.status);
+    }
+    t.deepEqual(statuses.slice(0, 5), [200, 200, 200, 200, 200]);
+    t.is(statuses[5], 429);
+    t.is(last!.body.error.code, 'rate_limited');
+    const retryAfter = Number(last!.headers.get('retry-after'));
+    t.true(retryAfter >= 1 && retryAfter <= 60);
+  } finally {
+    await tps.close();
+  }
+});
+
+test('Redis: two instances share velocity counters and challenges; keys are cleaned up', async (t) => {
+  const db = freshDatabase('sqlite');
+  const prefix = `tps-test:shared:${Date.now()}:`;
+  const a = await startTps({ redis: true, redisPrefix: prefix, databaseUrl: db.url });
+  const b = await startTps({ redis: true, redisPrefix: prefix, databaseUrl: db.url, env: { TPS_SECRET_KEY: a.secretKey, TPS_PUBLISHABLE_KEY: a.publishableKey } });
+  try {
+    const decisions: string[] = [];
+    for (let i = 0; i < 31; i++) {
+      const target = i % 2 === 0 ? a : b;
+      decisions.push((await post(`${target.url}/api/evaluate`, samples.payment(0, 'redis_actor'), a.secretKey)).body.decision);
+    }
+    t.deepEqual(decisions.slice(0, 30), Array(30).fill('allow'));
+    t.is(decisions[30], 'throttle');
+
+    const challenged = await post(`${a.url}/api/evaluate`, samples.bankUpdate(), a.secretKey);
+    t.is(challenged.body.decision, 'step_up_required');
+    const retry = await post(`${b.url}/api/evaluate`, { ...samples.bankUpdate(), challengeResult: { type: 'passkey', passed: true } }, a.secretKey);
+    t.is(retry.body.decision, 'allow');
+    t.is(retry.body.score, challenged.body.score);
+    const reuse = await post(`${a.url}/api/evaluate`, { ...samples.bankUpdate(), challengeResult: { type: 'passkey', passed: true } }, a.secretKey);
+    t.is(reuse.body.decision, 'step_up_required');
+  } finally {
+    await b.close();
+    await a.close();
+    await db.drop();
+  }
+  const { Redis } = await import('ioredis');
+  const redis = new Redis('redis://127.0.0.1:6379');
+  t.deepEqual(await redis.keys(`${prefix}*`), []);
+  redis.disconnect();
+});
+
+test('logs carry no secret key, token or payload value', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const logger = pino({ level: 'trace' }, sink);
+  const tps = await startTps({ logger });
+  try {
+    await post(`${tps.url}/api/evaluate`, { ...samples.bulkExport(), metadata: { notes: 'NOTE-VALUE-9', proofToken: 'PROOF-VALUE-9' } }, tps.secretKey);
+    await post(`${tps.url}/api/evaluate`, samples.createCustomer(), 'svc_sec_WRONG-KEY-VALUE');
+    // Force an error path that logs: the store goes away.
+    await tps.tps.db.knex.schema.renameTable('events', 'events_gone');
+    await post(`${tps.url}/api/evaluate`, { ...samples.createCustomer(), metadata: { notes: 'NOTE-VALUE-9' } }, tps.secretKey);
+    await tps.tps.db.knex.schema.renameTable('events_gone', 'events');
+  } finally {
+    await tps.close();
+  }
+  const all = lines.join('');
+  t.true(all.includes('event store could not commit'), 'the failure was logged');
+  for (const secret of [tps.secretKey, 'svc_sec_WRONG-KEY-VALUE', 'NOTE-VALUE-9', 'PROOF-VALUE-9', 'user_1']) t.false(all.includes(secret), secret);
+});
+
+test('kill -9 loses no acknowledged evaluation', async (t) => {
+  const db = freshDatabase('sqlite');
+  const secretKey = generateKey('secret');
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_ENVIRONMENT: 'test' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d) => String(d).includes('TPS listening') && resolve());
+      child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+    });
+    const acknowledged: string[] = [];
+    let killed = false;
+    const worker = async (w: number) => {
+      for (let i = 0; !killed; i++) {
+        try {
+          const res = await post(`http://127.0.0.1:${port}/api/evaluate`, { ...samples.createCustomer(), actor: { id: `k${w}_${i}` } }, secretKey);
+          if (res.status === 200) acknowledged.push(res.body.telemetryId);
+        } catch {
+          return; // the connection died with the process: not acknowledged
+        }
+      }
+    };
+    const workers = Array.from({ length: 16 }, (_, w) => worker(w));
+    while (acknowledged.length < 300) await new Promise((r) => setTimeout(r, 5));
+    child.kill('SIGKILL');
+    killed = true;
+    await Promise.all(workers);
+    const reopened = await openDatabase(db.url);
+    try {
+      const found = await reopened.knex('events').whereIn('telemetry_id', acknowledged).count<{ n: number }[]>({ n: '*' });
+      t.is(Number(found[0]!.n), acknowledged.length);
+      t.true(acknowledged.length >= 300);
+      t.true((await new KnexEventStore(reopened.knex).count()) >= acknowledged.length);
+    } finally {
+      await reopened.close();
+    }
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await db.drop();
+  }
+});

@@ -1,0 +1,71 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import { openDatabase } from '../../src/store/db.js';
+import { post, REPO_ROOT, freshDatabase } from '../helpers/tps.js';
+import { samples } from './evaluate-suite.js';
+
+function start(env: Record<string, string>): Promise<{ stdout: string; stderr: string; code: number | null; kill(): void; port: number }> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_SECRET_KEY: '', TPS_PUBLISHABLE_KEY: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => {
+    const done = (code: number | null) => resolve({ stdout, stderr, code, kill: () => child.kill('SIGTERM'), port });
+    child.stdout.on('data', () => stdout.includes('TPS listening') && done(null));
+    child.once('exit', (code) => done(code));
+  });
+}
+
+test('a first start creates the development keys, prints them once and they work; keys are stored as hashes', async (t) => {
+  const db = freshDatabase('sqlite');
+  try {
+    const first = await start({ DATABASE_URL: db.url });
+    const secret = /secret key \(server side only\): (svc_sec_\S+)/.exec(first.stdout)?.[1];
+    const publishable = /publishable key \(browser\):\s+(svc_pub_\S+)/.exec(first.stdout)?.[1];
+    t.truthy(secret);
+    t.truthy(publishable);
+    const res = await post(`http://127.0.0.1:${first.port}/api/evaluate`, samples.createCustomer(), secret);
+    t.is(res.status, 200);
+    first.kill();
+    await new Promise((r) => setTimeout(r, 300));
+
+    const second = await start({ DATABASE_URL: db.url });
+    t.false(second.stdout.includes('svc_sec_'), 'printed only once');
+    second.kill();
+
+    const opened = await openDatabase(db.url);
+    const dump = JSON.stringify(await opened.knex('api_keys').select('*'));
+    await opened.close();
+    t.false(dump.includes(secret!));
+    t.false(dump.includes(publishable!));
+    t.true(dump.includes('"environment":"development"'));
+  } finally {
+    await db.drop();
+  }
+});
+
+test('a bad configuration stops start-up with the file, the path and the reason', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bad-'));
+  fs.cpSync(path.join(REPO_ROOT, 'rules'), path.join(dir, 'rules'), { recursive: true });
+  fs.mkdirSync(path.join(dir, 'operations'));
+  fs.writeFileSync(path.join(dir, 'operations', 'x.yaml'), 'key: x.create\ndisplayName: X\nactionType: create\nresourceType: x\nsensitivity: low\npolicy: standard\nweight: 3\n');
+  const db = freshDatabase('sqlite');
+  try {
+    const run = await start({ DATABASE_URL: db.url, TPS_CONFIG_DIR: dir });
+    t.is(run.code, 1);
+    t.regex(run.stderr, /x\.yaml:7 at weight: weight is not a known field/);
+    t.false(fs.existsSync(db.url.slice('sqlite:'.length)), 'nothing was created: configuration is checked before the store is opened');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await db.drop();
+  }
+});

@@ -1,0 +1,70 @@
+import test from 'ava';
+import { GroupCommitter } from '../../src/record/groupCommit.js';
+import { openDatabase } from '../../src/store/db.js';
+import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js';
+import { freshDatabase } from '../helpers/tps.js';
+
+const event = (i: number): EventRecord => ({
+  telemetryId: `t_${i}`,
+  environment: 'unit',
+  source: 'evaluate',
+  createdAt: 1_700_000_000_000 + i,
+  operationKey: 'customer.create',
+  actorId: `a_${i}`,
+  resourceType: 'customer',
+  resourceId: 'c',
+  decision: 'allow',
+  score: 1.5,
+  riskBand: 'low',
+  reasons: ['low_risk_operation'],
+  policyId: 'standard',
+  policyVersionId: 'pv_x',
+  requestSummary: { requestedCount: 1 },
+  explanation: { signals: [], rules: [] },
+});
+
+test('the event writer commits concurrent appends in shared transactions, and each promise means stored', async (t) => {
+  const fresh = freshDatabase('sqlite');
+  const db = await openDatabase(fresh.url);
+  try {
+    const store = new KnexEventStore(db.knex);
+    const batches: number[] = [];
+    const committer = new GroupCommitter<EventRecord>(
+      async (items) => {
+        batches.push(items.length);
+        await store.insertBatch(items);
+      },
+      64,
+      0,
+    );
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => committer.append(event(i))));
+    t.is(await store.count('unit'), 1000);
+    t.is(batches.reduce((a, b) => a + b, 0), 1000);
+    t.true(batches.length < 1000 / 8, `1000 events took ${batches.length} transactions`);
+    t.true(Math.max(...batches) <= 64);
+    const back = await store.get('unit', 't_7');
+    t.deepEqual(back?.reasons, ['low_risk_operation']);
+    t.is(back?.createdAt, new Date(1_700_000_000_007).toISOString());
+  } finally {
+    await db.close();
+    await fresh.drop();
+  }
+});
+
+test('a failed transaction rejects every event in it and stores none of them', async (t) => {
+  const fresh = freshDatabase('sqlite');
+  const db = await openDatabase(fresh.url);
+  try {
+    const store = new KnexEventStore(db.knex);
+    const committer = new GroupCommitter<EventRecord>((items) => store.insertBatch(items), 100, 0);
+    await committer.append(event(1));
+    // A duplicate telemetryId in the batch violates the unique key: the whole batch must roll back.
+    const results = await Promise.allSettled([committer.append(event(2)), committer.append(event(3)), committer.append(event(1))]);
+    t.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+    t.is(await store.count('unit'), 1);
+    t.is(await store.get('unit', 't_2'), undefined);
+  } finally {
+    await db.close();
+    await fresh.drop();
+  }
+});
