@@ -22,7 +22,14 @@ export const DEFAULT_SQLITE_PATH = './data/tps.sqlite';
 /** Opens the store named by DATABASE_URL (CONTRACT): postgres://… , sqlite:PATH or a plain path. */
 export async function openDatabase(url: string | undefined, options: { migrate?: boolean } = {}): Promise<Database> {
   const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url));
-  if (options.migrate !== false) await migrate(db);
+  if (options.migrate !== false) {
+    try {
+      await migrate(db);
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
   return db;
 }
 

@@ -1,0 +1,33 @@
+// Construction-time checks of the server client: no network involved.
+import test from 'ava';
+import { createClient, failureModeFor } from '../../src/client/index.js';
+
+const baseUrl = 'http://127.0.0.1:1';
+
+test('a publishable key is refused with a message saying which key to use', (t) => {
+  const error = t.throws(() => createClient({ baseUrl, secretKey: 'svc_pub_abc' }));
+  t.regex(error!.message, /publishable key \(svc_pub_…\)/);
+  t.regex(error!.message, /secret key \(svc_sec_…\)/);
+});
+
+test('a missing or foreign key and a bad baseUrl are refused', (t) => {
+  t.throws(() => createClient({ baseUrl, secretKey: '' }), { message: /svc_sec_/ });
+  t.throws(() => createClient({ baseUrl, secretKey: 'sk_live_123' }), { message: /svc_sec_/ });
+  t.throws(() => createClient({ baseUrl: 'tps.internal', secretKey: 'svc_sec_x' }), { message: /baseUrl/ });
+});
+
+test('a failureMode typo is refused at construction, not during an outage', (t) => {
+  t.throws(() => createClient({ baseUrl, secretKey: 'svc_sec_x', failureMode: 'opne' as never }), { message: /failureMode/ });
+  t.throws(() => createClient({ baseUrl, secretKey: 'svc_sec_x', failureMode: { operations: { 'a.b': 'allow' as never } } }), { message: /a\.b/ });
+  t.notThrows(() => createClient({ baseUrl, secretKey: 'svc_sec_x', failureMode: { default: 'throw', operations: { 'a.b': 'open' } } }));
+});
+
+test('failureMode resolves per operation, then default, then closed', (t) => {
+  const option = { default: 'throw' as const, operations: { 'customer.read_pii': 'open' as const } };
+  t.is(failureModeFor(option, 'customer.read_pii'), 'open');
+  t.is(failureModeFor(option, 'invoice.export'), 'throw');
+  t.is(failureModeFor({ operations: {} }, 'x'), 'closed');
+  t.is(failureModeFor(undefined, 'x'), 'closed');
+  t.is(failureModeFor('open', 'x'), 'open');
+  t.is(failureModeFor({ operations: {} }, 'toString'), 'closed');
+});

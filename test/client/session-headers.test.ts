@@ -1,0 +1,46 @@
+import test from 'ava';
+import { parseContinuity, sessionFromHeaders } from '../../src/middleware/session-headers.js';
+
+const reader = (headers: Record<string, string>) => (name: string) => headers[name];
+
+test('reads the SPEC 4.3 headers and the continuity extension', (t) => {
+  const now = Date.parse('2025-01-01T12:00:10Z');
+  const session = sessionFromHeaders(reader({
+    'x-svc-session-id': 'sess_1',
+    'x-svc-tab-id': 'tab-1',
+    'x-svc-recent-human-signal': '2025-01-01T12:00:00Z',
+    'x-svc-continuity': 'strength=0.85;new-device=0',
+  }), now);
+  t.deepEqual(session, {
+    sessionId: 'sess_1',
+    tabId: 'tab-1',
+    continuityStrength: 0.85,
+    isNewDevice: false,
+    recentHumanSignalAt: '2025-01-01T12:00:00.000Z',
+    recentHumanSignalAgeSeconds: 10,
+  });
+});
+
+test("the browser's signal-age wins over the server clock (clock skew)", (t) => {
+  const now = Date.parse('2025-01-01T13:00:00Z');
+  const session = sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2025-01-01T12:00:00Z', 'x-svc-continuity': 'signal-age=3;strength=1;new-device=1' }), now);
+  t.is(session.recentHumanSignalAgeSeconds, 3);
+  t.true(session.isNewDevice);
+});
+
+test('malformed or hostile values are dropped, strength is clamped', (t) => {
+  const session = sessionFromHeaders(reader({
+    'x-svc-session-id': 'bad id with spaces',
+    'x-svc-tab-id': 'x'.repeat(500),
+    'x-svc-recent-human-signal': 'yesterday',
+    'x-svc-continuity': 'strength=7;new-device=;signal-age=-4',
+  }));
+  t.deepEqual(session, { continuityStrength: 1 });
+  t.deepEqual(parseContinuity(undefined), {});
+  t.deepEqual(parseContinuity('strength=abc, new-device=1'), { newDevice: true });
+});
+
+test('a future timestamp gives age 0, not a negative age', (t) => {
+  const session = sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2030-01-01T00:00:00Z' }), Date.parse('2025-01-01T00:00:00Z'));
+  t.is(session.recentHumanSignalAgeSeconds, 0);
+});
