@@ -1,15 +1,38 @@
-import { createTps } from './app.js';
-import { readSettings } from './config/env.js';
-import { createLogger } from './http/logger.js';
+import { createTps, type Tps, type TpsOptions } from './app.js';
+import { isClusterPrimary, isClusterWorker, runPrimary } from './cluster.js';
+import { readSettings, type Settings } from './config/env.js';
+import { createLogger, type Logger } from './http/logger.js';
 import { ConfigError } from './policy/problems.js';
 
-/** `npm start`: one TPS process on PORT, with the store and configuration of the environment. */
+/** `npm start`: one TPS process on PORT (or TPS_WORKERS of them), with the store and configuration of the environment. */
 async function main(): Promise<void> {
   const settings = readSettings();
   const logger = createLogger(settings.logLevel);
+  // TPS_WORKERS > 1: this process prepares the store once and supervises the workers (src/cluster.ts).
+  if (isClusterPrimary(settings)) return runPrimary(settings, logger, async () => (await boot(settings, logger)).close());
+  const tps = await boot(settings, logger, { migrate: !isClusterWorker() });
+  const { url } = await tps.listen();
+  logger.info({ url, store: tps.db.describe, configVersion: tps.config.current().versionId }, 'TPS listening');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'TPS stopping');
+    await tps.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  // Hot reload on demand (docs/policy-as-code.md); the outcome is logged by the watcher.
+  process.on('SIGHUP', () => void tps.reloadConfig('SIGHUP'));
+}
+
+/** Builds the service (migrating unless told not to) and prints the first start's keys once. */
+async function boot(settings: Settings, logger: Logger, options: TpsOptions = {}): Promise<Tps> {
   let tps;
   try {
-    tps = await createTps(settings, { logger });
+    tps = await createTps(settings, { logger, ...options });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`TPS did not start: ${err.message}\n`);
@@ -30,19 +53,7 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
   }
-  const { url } = await tps.listen();
-  logger.info({ url, store: tps.db.describe, configVersion: tps.config.current().versionId }, 'TPS listening');
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'TPS stopping');
-    await tps.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  return tps;
 }
 
 main().catch((err) => {

@@ -198,6 +198,15 @@ export interface RuleOutcome {
   reason: string;
 }
 
+/** What a policy in monitor mode would have decided (the caller was answered allow). */
+export interface MonitoredOutcome {
+  decision: Decision;
+  reasons: string[];
+  challengeType?: ChallengeType;
+  redaction?: Redaction;
+  retryAfterSeconds?: number;
+}
+
 /** A stored decision event as the Decision Logs return it. */
 export interface DecisionEvent {
   telemetryId: string;
@@ -232,6 +241,8 @@ export interface Explanation {
   aiAssessment?: AiAssessment;
   /** The normalized inputs needed to re-decide this event (replay). */
   facts?: Record<string, unknown>;
+  /** Monitor mode: the service answered allow; this is what the policy would have decided. */
+  monitor?: MonitoredOutcome;
   normalizedSignals?: Record<string, number>;
 }
 

@@ -1,9 +1,16 @@
 import { ConfigError } from '../policy/problems.js';
 import { err, out, parseFor, UsageError, type Command } from './command.js';
 import keys from './commands/keys.js';
+import policy from './commands/policy.js';
+import fixtureTests from './commands/test.js';
+import explain from './commands/explain.js';
+import seed from './commands/seed.js';
+import replay from './commands/replay.js';
+import toFixture from './commands/to-fixture.js';
+import events from './commands/events.js';
 
 // Each file under commands/ exports its commands; adding a command is adding a file and a line here.
-const commands: Command[] = [...keys];
+const commands: Command[] = [...keys, ...policy, ...fixtureTests, ...explain, ...seed, ...replay, ...toFixture, ...events];
 
 function help(): void {
   out('usage: tps <command> [options]\n');

@@ -18,6 +18,11 @@ export interface Settings {
   commitMaxBatch: number;
   commitMaxDelayMs: number;
   ai: { url?: string; model?: string; apiKey?: string; timeoutMs?: number };
+  /** Hot reload (docs/policy-as-code.md): watch operations/ and rules/ (TPS_WATCH_CONFIG), debounced. SIGHUP reloads either way. */
+  watchConfig: boolean;
+  watchDebounceMs: number;
+  /** Decision Logs and Event Stream (docs/events.md). */
+  events: { retentionDays: number; streamHeartbeatMs: number; streamPollMs: number; streamMaxQueue: number };
 }
 
 type Env = Record<string, string | undefined>;
@@ -28,6 +33,14 @@ function int(env: Env, name: string, fallback: number, min = 0): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
   return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new Error(`${name} must be true or false, got "${env[name]}"`);
 }
 
 function str(env: Env, name: string): string | undefined {
@@ -59,6 +72,14 @@ export function readSettings(env: Env = process.env): Settings {
       model: str(env, 'TPS_AI_MODEL'),
       apiKey: str(env, 'TPS_AI_API_KEY'),
       timeoutMs: aiTimeout === undefined ? undefined : int(env, 'TPS_AI_TIMEOUT_MS', 300, 1),
+    },
+    watchConfig: bool(env, 'TPS_WATCH_CONFIG', true),
+    watchDebounceMs: int(env, 'TPS_WATCH_DEBOUNCE_MS', 250),
+    events: {
+      retentionDays: int(env, 'TPS_EVENT_RETENTION_DAYS', 0),
+      streamHeartbeatMs: int(env, 'TPS_STREAM_HEARTBEAT_MS', 15_000, 100),
+      streamPollMs: int(env, 'TPS_STREAM_POLL_MS', 1000, 10),
+      streamMaxQueue: int(env, 'TPS_STREAM_MAX_QUEUE', 1000, 1),
     },
   };
 }

@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import { ApiError } from '../api/errors.js';
-import type { AiAssessment, EvaluateRequest, EvaluateResponse } from '../api/types.js';
+import type { AiAssessment, EvaluateRequest, EvaluateResponse, MonitoredOutcome } from '../api/types.js';
 import { decide, type ChallengeState, type Outcome } from '../decide/decide.js';
+import { monitorOutcome } from '../decide/monitor.js';
 import { buildFacts, requestSummary, type Facts } from '../facts/facts.js';
 import { lookupOperation, type Catalog, type CompiledOperation } from '../policy/catalog.js';
 import type { CompiledPolicy } from '../policy/compile.js';
@@ -67,11 +68,13 @@ export class Evaluator {
 
     const velocity = policy.serviceWindow && !retrying ? { serviceCount: await this.countVelocity(environment, req, policy, nowMs) } : {};
     const run = await runPolicy(policy, { ...facts, velocity, risk: { score, band, base: risk.score } });
-    const outcome = decide({ score, band, riskReasons: risk.reasons, fired: run.fired, challenge, stepUpChallenge: policy.stepUpChallenge });
+    const decided = decide({ score, band, riskReasons: risk.reasons, fired: run.fired, challenge, stepUpChallenge: policy.stepUpChallenge });
+    const monitored = operation.mode === 'monitor' || policy.mode === 'monitor' ? monitorOutcome(decided) : undefined;
+    const outcome = monitored?.answered ?? decided;
 
     const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprint, outcome, telemetryId, nowMs) : undefined;
     const response = this.respond(operation, policy, outcome, telemetryId, issued, ai);
-    const event = this.toEvent({ environment, req, operation, policy, facts, risk, run, outcome, telemetryId, issued, ai, challenge, nowMs });
+    const event = this.toEvent({ environment, req, operation, policy, facts, velocity, risk, run, outcome, monitor: monitored?.monitor, telemetryId, issued, ai, challenge, nowMs });
     try {
       await this.deps.record(event);
     } catch (err) {
@@ -146,9 +149,11 @@ export class Evaluator {
     operation: CompiledOperation;
     policy: CompiledPolicy;
     facts: Facts;
+    velocity: { serviceCount?: number };
     risk: RiskAssessment;
     run: PolicyRun;
     outcome: Outcome;
+    monitor: MonitoredOutcome | undefined;
     telemetryId: string;
     issued: StoredChallenge | undefined;
     ai: AiAssessment | undefined;
@@ -171,6 +176,7 @@ export class Evaluator {
       reasons: outcome.reasons,
       policyId: x.policy.id,
       policyVersionId: x.policy.versionId,
+      ...(x.monitor ? { monitored: true } : {}),
       requestSummary: requestSummary(x.req),
       explanation: {
         signals: x.risk.contributions,
@@ -181,8 +187,10 @@ export class Evaluator {
         ...(outcome.redaction ? { redaction: outcome.redaction } : {}),
         ...(outcome.retryAfterSeconds !== undefined ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}),
         ...(x.ai ? { aiAssessment: x.ai } : {}),
+        ...(x.monitor ? { monitor: x.monitor } : {}),
         baseScore: x.risk.score,
-        facts: x.facts as unknown as Record<string, unknown>,
+        // TPS's own velocity count is an input too: replay re-decides with the count that was seen.
+        facts: { ...(x.facts as unknown as Record<string, unknown>), ...(x.velocity.serviceCount !== undefined ? { velocity: x.velocity } : {}) },
       },
     };
   }

@@ -1,4 +1,4 @@
-import { AI_STATUSES, CHALLENGE_TYPES, DECISIONS, ERROR_CODES, REDACTION_STRATEGIES, RISK_BANDS } from '../api/types.js';
+import { AI_STATUSES, CHALLENGE_TYPES, DECISIONS, ERROR_CODES, EVENT_SOURCES, REDACTION_STRATEGIES, RISK_BANDS } from '../api/types.js';
 
 // OpenAPI 3.1 of the public API (CONTRACT "Service endpoints"). Enumerations come from the API
 // types so the document cannot drift from what the service accepts.
@@ -9,6 +9,21 @@ const strings = { type: 'array', items: str } as const;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
 const bearer = [{ secretKey: [] }];
+const query = (name: string, schema: object, description?: string) => ({ name, in: 'query', schema, ...(description ? { description } : {}) });
+// CONTRACT "Decision Logs": the filters shared by the list and the stream.
+const eventFilters = [
+  query('operationKey', str),
+  query('actorId', str),
+  query('resourceType', str),
+  query('resourceId', str),
+  query('decision', { enum: DECISIONS }),
+  query('riskBand', { enum: RISK_BANDS }),
+  query('source', { enum: EVENT_SOURCES }),
+  query('reason', str, 'events whose reasons include this code'),
+  query('from', { type: 'string', format: 'date-time' }, 'createdAt at or after (ISO 8601)'),
+  query('to', { type: 'string', format: 'date-time' }, 'createdAt before (ISO 8601)'),
+  query('cursor', str, 'opaque; the list continues after it (older), the stream resumes after it (newer)'),
+];
 
 export const openApiDocument = {
   openapi: '3.1.0',
@@ -105,6 +120,37 @@ export const openApiDocument = {
           normalizedSignals: { type: 'object', additionalProperties: { type: 'number', minimum: 0, maximum: 1 } },
         },
       },
+      DecisionEvent: {
+        type: 'object',
+        required: ['telemetryId', 'environment', 'source', 'createdAt', 'operationKey', 'actorId', 'resourceType', 'resourceId', 'decision', 'score', 'reasons', 'explanation'],
+        properties: {
+          telemetryId: str,
+          environment: str,
+          source: { enum: EVENT_SOURCES },
+          createdAt: { type: 'string', format: 'date-time' },
+          operationKey: str,
+          actorId: str,
+          resourceType: str,
+          resourceId: str,
+          decision: { enum: DECISIONS },
+          score: { type: 'number', minimum: 0, maximum: 100 },
+          riskBand: { enum: [...RISK_BANDS, null] },
+          reasons: strings,
+          policyId: { type: ['string', 'null'] },
+          policyVersionId: { type: ['string', 'null'] },
+          monitored: bool,
+          requestSummary: { type: 'object' },
+          explanation: {
+            type: 'object',
+            description: 'signals (name, value, weight, contribution), rules (name, fired, decision, reason), thresholds, aiAssessment, normalizedSignals (ingest)…',
+            properties: {
+              signals: { type: 'array', items: { type: 'object', properties: { name: str, value: num, weight: num, contribution: num, reason: str } } },
+              rules: { type: 'array', items: { type: 'object', properties: { name: str, fired: bool, decision: { enum: DECISIONS }, reason: str } } },
+              normalizedSignals: { type: 'object', additionalProperties: num },
+            },
+          },
+        },
+      },
       Error: {
         type: 'object',
         required: ['error'],
@@ -151,7 +197,65 @@ export const openApiDocument = {
           200: { description: 'Exact duplicate of a stored event' },
           400: errorResponse('invalid_json or invalid_request'),
           401: errorResponse('missing_api_key or invalid_api_key'),
+          403: errorResponse('publishable_key_not_allowed'),
           409: errorResponse('telemetry_id_conflict'),
+          413: errorResponse('payload_too_large'),
+          415: errorResponse('unsupported_media_type'),
+          503: errorResponse('store_unavailable'),
+        },
+      },
+    },
+    '/api/events': {
+      get: {
+        summary: "Decision Logs: the key's environment's events, newest first, filtered and paged",
+        security: bearer,
+        parameters: [...eventFilters, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } }],
+        responses: {
+          200: {
+            description: 'One page; nextCursor is null on the last page',
+            content: { 'application/json': { schema: { type: 'object', required: ['events', 'nextCursor'], properties: { events: { type: 'array', items: ref('DecisionEvent') }, nextCursor: { type: ['string', 'null'] } } } } },
+          },
+          400: errorResponse('invalid_request: a bad filter value, or an unknown parameter; details name it'),
+          401: errorResponse('missing_api_key or invalid_api_key'),
+          403: errorResponse('publishable_key_not_allowed'),
+        },
+      },
+    },
+    '/api/events/stream': {
+      get: {
+        summary: 'Event Stream: Server-Sent Events of new events matching the filters; each id is a cursor',
+        security: bearer,
+        parameters: [...eventFilters, { name: 'Last-Event-ID', in: 'header', description: 'resume after this event (an id the stream sent)', schema: str }],
+        responses: {
+          200: { description: 'text/event-stream: one `data:` DecisionEvent per message, `id:` its cursor, heartbeat comments', content: { 'text/event-stream': { schema: str } } },
+          400: errorResponse('invalid_request'),
+          401: errorResponse('missing_api_key or invalid_api_key'),
+          403: errorResponse('publishable_key_not_allowed'),
+          503: errorResponse('store_unavailable'),
+        },
+      },
+    },
+    '/api/events/{telemetryId}': {
+      get: {
+        summary: 'One event with its explanation and the exact policy version that decided it',
+        security: bearer,
+        parameters: [{ name: 'telemetryId', in: 'path', required: true, schema: str }],
+        responses: {
+          200: {
+            description: 'The event; policyVersion is null for ingested events',
+            content: {
+              'application/json': {
+                schema: {
+                  allOf: [
+                    ref('DecisionEvent'),
+                    { type: 'object', properties: { policyVersion: { type: ['object', 'null'], properties: { versionId: str, policyId: str, createdAt: { type: 'string', format: 'date-time' }, compiled: { type: 'object' } } } } },
+                  ],
+                },
+              },
+            },
+          },
+          401: errorResponse('missing_api_key or invalid_api_key'),
+          404: errorResponse('not_found: no such event in this environment'),
         },
       },
     },

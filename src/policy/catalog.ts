@@ -2,8 +2,8 @@ import crypto from 'node:crypto';
 import type { ConfigProblem } from './problems.js';
 import { ConfigError } from './problems.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
-import { loadConfigDir, type LoadedConfig } from './load.js';
-import type { AiSpec } from './schema.js';
+import { loadConfigDir, locateProblems, type LoadedConfig } from './load.js';
+import type { AiSpec, Mode } from './schema.js';
 
 export interface CompiledOperation {
   key: string;
@@ -14,6 +14,8 @@ export interface CompiledOperation {
   policyId: string;
   environments?: ReadonlySet<string>;
   ai?: AiSpec;
+  /** monitor: the service answers allow and records the would-be decision (see CompiledPolicy.mode). */
+  mode: Mode;
   file: string;
 }
 
@@ -60,6 +62,13 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
     }
   }
 
+  // A policy file with schema problems still declares its id: operations bound to it are not also
+  // reported as bound to nothing. An operation file with schema problems still gets its binding checked.
+  const declared = new Set([...policyFiles.keys(), ...loaded.rejected.policies.map((p) => p.spec.id).filter((id) => typeof id === 'string')]);
+  for (const { file, spec } of loaded.rejected.operations) {
+    if (typeof spec.policy === 'string' && !declared.has(spec.policy)) problems.push({ file, path: 'policy', message: `policy "${spec.policy}" is not defined under rules/` });
+  }
+
   const operations = new Map<string, CompiledOperation>();
   for (const { file, spec } of loaded.operations) {
     const previous = operations.get(spec.key);
@@ -67,7 +76,7 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
       problems.push({ file, path: 'key', message: `operation key "${spec.key}" is already defined in ${previous.file}` });
       continue;
     }
-    if (!policyFiles.has(spec.policy)) problems.push({ file, path: 'policy', message: `policy "${spec.policy}" is not defined under rules/` });
+    if (!declared.has(spec.policy)) problems.push({ file, path: 'policy', message: `policy "${spec.policy}" is not defined under rules/` });
     operations.set(spec.key, {
       key: spec.key,
       displayName: spec.displayName,
@@ -77,15 +86,16 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
       policyId: spec.policy,
       environments: spec.environments ? new Set(spec.environments) : undefined,
       ai: spec.ai,
+      mode: (spec.mode ?? 'enforce') as Mode,
       file,
     });
   }
   if (loaded.operations.length === 0 && problems.length === 0) problems.push({ file: 'operations', path: '', message: 'no protected operation is defined' });
-  if (problems.length) return { problems };
+  if (problems.length) return { problems: locateProblems(problems, loaded.texts) };
 
   const versionId = crypto
     .createHash('sha256')
-    .update([...operations.values()].map((o) => `${o.key}:${o.policyId}:${o.sensitivity}:${o.actionType}:${o.displayName}:${[...(o.environments ?? [])]}:${JSON.stringify(o.ai ?? null)}`).join('\n'))
+    .update([...operations.values()].map((o) => `${o.key}:${o.policyId}:${o.sensitivity}:${o.actionType}:${o.displayName}:${[...(o.environments ?? [])]}:${JSON.stringify(o.ai ?? null)}${o.mode === 'monitor' ? ':monitor' : ''}`).join('\n'))
     .update([...policies.values()].map((p) => p.versionId).join('\n'))
     .digest('hex')
     .slice(0, 16);

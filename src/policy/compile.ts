@@ -4,7 +4,7 @@ import { stringify } from 'safe-stable-stringify';
 import type { ChallengeType, Decision, Redaction } from '../api/types.js';
 import { compileSignal, type CompiledSignal } from '../risk/signals.js';
 import { leaf, toTopLevel } from './conditions.js';
-import type { AiSpec, ConditionSpec, PolicySpec, SignalSpec } from './schema.js';
+import type { AiSpec, ConditionSpec, Mode, PolicySpec, SignalSpec } from './schema.js';
 
 export interface Thresholds {
   medium: number;
@@ -37,6 +37,8 @@ export interface CompiledPolicy {
   stepUpChallenge: ChallengeType;
   serviceWindow?: { seconds: number; max: number };
   ai?: AiSpec;
+  /** monitor: the service answers allow and records what this policy would have decided. */
+  mode: Mode;
   engine: Engine;
   /** The JSON that the version id hashes: what a reviewer reads, what policy_versions keeps. */
   compiled: Record<string, unknown>;
@@ -128,6 +130,8 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
     signals: signals.map((s) => ({ ...s.spec, name: s.name, weight: s.weight, reason: s.reason, reasonAt: s.reasonAt, description: undefined })),
     rules: rules.map((r, index) => toEngineRule(r, index)),
     ai: spec.ai ?? null,
+    // Only when set, so that adding the field left every existing policy version id unchanged.
+    ...(spec.mode === 'monitor' ? { mode: 'monitor' } : {}),
   };
   const versionId = `pv_${crypto.createHash('sha256').update(stringify(compiled) ?? '').digest('hex').slice(0, 20)}`;
 
@@ -143,6 +147,7 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
     stepUpChallenge,
     serviceWindow: spec.throttle?.serviceWindow,
     ai: spec.ai,
+    mode: (spec.mode ?? 'enforce') as Mode,
     engine,
     compiled: JSON.parse(stringify(compiled) ?? '{}'),
   };

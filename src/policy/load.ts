@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { check } from '../validate/kit.js';
+import { check, yup } from '../validate/kit.js';
+import { locator, splitPath } from './locate.js';
 import type { ConfigProblem } from './problems.js';
 import { operationSchema, policySchema, signalsFileSchema, type OperationSpec, type PolicySpec, type SignalSpec } from './schema.js';
 
@@ -17,6 +18,13 @@ export interface LoadedConfig {
   signals: Sourced<Record<string, SignalSpec>> | undefined;
   policies: Sourced<PolicySpec>[];
   problems: ConfigProblem[];
+  /** Each file's text, by the name problems use, so a problem can be located once found. */
+  texts: Map<string, string>;
+  /**
+   * Files that parsed but failed their schema, kept raw so cross-file checks (a policy that does
+   * not exist) still run on them: validate lists every problem, not those of valid files only.
+   */
+  rejected: { operations: Sourced<Record<string, unknown>>[]; policies: Sourced<Record<string, unknown>>[] };
 }
 
 export const SIGNALS_FILE = 'signals.yaml';
@@ -32,10 +40,21 @@ function listYaml(dir: string): string[] {
     .map((f) => path.join(dir, f));
 }
 
-function parse<T>(file: string, rel: string, schema: Parameters<typeof check<T>>[0], problems: ConfigProblem[]): T | undefined {
+type Rejected = Sourced<Record<string, unknown>>[];
+
+function parse<T>(
+  file: string,
+  rel: string,
+  schema: Parameters<typeof check<T>>[0],
+  problems: ConfigProblem[],
+  texts: Map<string, string>,
+  rejected?: Rejected,
+): T | undefined {
   let doc: unknown;
   try {
-    doc = yaml.load(fs.readFileSync(file, 'utf8'), { filename: rel });
+    const text = fs.readFileSync(file, 'utf8');
+    texts.set(rel, text);
+    doc = yaml.load(text, { filename: rel });
   } catch (err) {
     const e = err as yaml.YAMLException;
     problems.push({ file: rel, path: '', line: e.mark ? e.mark.line + 1 : undefined, message: e.reason ?? String(err) });
@@ -43,13 +62,23 @@ function parse<T>(file: string, rel: string, schema: Parameters<typeof check<T>>
   }
   const result = check<T>(schema, doc);
   if (result.ok) return result.value;
-  for (const d of result.details) problems.push({ file: rel, path: d.path === '(root)' ? '' : d.path, message: d.message });
+  for (const d of result.details) {
+    const path = d.path === '(root)' ? '' : d.path;
+    problems.push({ file: rel, path, message: withSuggestion(schema as yup.Schema, doc, path, d.message) });
+  }
+  if (rejected && doc && typeof doc === 'object' && !Array.isArray(doc)) rejected.push({ file: rel, spec: doc as Record<string, unknown> });
   return undefined;
 }
 
 export function loadConfigDir(dir: string): LoadedConfig {
   const problems: ConfigProblem[] = [];
-  const rel = (f: string) => path.relative(process.cwd(), f) || f;
+  const texts = new Map<string, string>();
+  const rejected: LoadedConfig['rejected'] = { operations: [], policies: [] };
+  // Relative to the working directory when under it (as the server logs it), else absolute.
+  const rel = (f: string) => {
+    const r = path.relative(process.cwd(), f);
+    return !r ? f : r.startsWith('..') || path.isAbsolute(r) ? path.resolve(f) : r;
+  };
   const opsDir = path.join(dir, 'operations');
   const rulesDir = path.join(dir, 'rules');
   if (!fs.existsSync(opsDir)) problems.push({ file: rel(opsDir), path: '', message: 'folder not found' });
@@ -57,7 +86,7 @@ export function loadConfigDir(dir: string): LoadedConfig {
 
   const operations: Sourced<OperationSpec>[] = [];
   for (const file of listYaml(opsDir)) {
-    const spec = parse<OperationSpec>(file, rel(file), operationSchema as never, problems);
+    const spec = parse<OperationSpec>(file, rel(file), operationSchema as never, problems, texts, rejected.operations);
     if (spec) operations.push({ file: rel(file), spec });
   }
 
@@ -65,15 +94,78 @@ export function loadConfigDir(dir: string): LoadedConfig {
   const policies: Sourced<PolicySpec>[] = [];
   for (const file of listYaml(rulesDir)) {
     if (path.basename(file) === SIGNALS_FILE) {
-      const spec = parse<{ signals: Record<string, SignalSpec> }>(file, rel(file), signalsFileSchema as never, problems);
+      const spec = parse<{ signals: Record<string, SignalSpec> }>(file, rel(file), signalsFileSchema as never, problems, texts);
       if (spec) signals = { file: rel(file), spec: spec.signals };
       continue;
     }
-    const spec = parse<PolicySpec>(file, rel(file), policySchema as never, problems);
+    const spec = parse<PolicySpec>(file, rel(file), policySchema as never, problems, texts, rejected.policies);
     if (spec) policies.push({ file: rel(file), spec });
   }
   if (fs.existsSync(rulesDir) && !fs.existsSync(path.join(rulesDir, SIGNALS_FILE))) {
     problems.push({ file: rel(path.join(rulesDir, SIGNALS_FILE)), path: '', message: 'file not found: risk signals are declared here' });
   }
-  return { dir, operations, signals, policies, problems };
+  return { dir, operations, signals, policies, problems, texts, rejected };
+}
+
+/**
+ * Gives each problem that has none the line of its YAML path (see locate.ts), and orders them file
+ * by file (in the order files were first named), by line within a file.
+ */
+export function locateProblems(problems: ConfigProblem[], texts: ReadonlyMap<string, string>): ConfigProblem[] {
+  const locators = new Map<string, ReturnType<typeof locator>>();
+  const located = problems.map((p) => {
+    if (p.line !== undefined) return p;
+    const text = texts.get(p.file);
+    if (text === undefined) return p;
+    let loc = locators.get(p.file);
+    if (!loc) locators.set(p.file, (loc = locator(text)));
+    return { ...p, line: loc.line(p.path) };
+  });
+  const fileOrder = new Map<string, number>();
+  for (const p of located) if (!fileOrder.has(p.file)) fileOrder.set(p.file, fileOrder.size);
+  // Array.prototype.sort is stable: problems on one line keep the order they were found in.
+  return located.sort((a, b) => fileOrder.get(a.file)! - fileOrder.get(b.file)! || (a.line ?? 0) - (b.line ?? 0));
+}
+
+/** A typo is the usual cause of an unknown field, so name the field that was probably meant. */
+export function withSuggestion(schema: yup.Schema, doc: unknown, path: string, message: string): string {
+  if (!message.endsWith(' is not a known field')) return message;
+  const parts = splitPath(path);
+  const typo = String(parts.pop());
+  const known = knownFields(schema, doc, parts);
+  const best = closest(typo, known);
+  return best ? `${message} (did you mean "${best}"?)` : message;
+}
+
+function knownFields(schema: yup.Schema, doc: unknown, parts: (string | number)[]): string[] {
+  try {
+    let value: unknown = doc;
+    for (const p of parts) value = (value as Record<string | number, unknown>)?.[p];
+    const parent = parts.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('').replace(/^\./, '');
+    let node = yup.reach(schema, parent, doc) as unknown as { fields?: object; resolve?: (o: object) => unknown };
+    if (typeof node.resolve === 'function' && !node.fields) node = node.resolve({ value }) as typeof node;
+    return Object.keys(node.fields ?? {});
+  } catch {
+    return [];
+  }
+}
+
+function closest(word: string, candidates: string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
 }

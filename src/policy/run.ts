@@ -1,3 +1,4 @@
+import { Fact } from 'json-rules-engine';
 import type { RuleOutcome } from '../api/types.js';
 import type { CompiledPolicy, CompiledRule } from './compile.js';
 
@@ -11,9 +12,15 @@ export interface PolicyRun {
   outcomes: RuleOutcome[];
 }
 
+// Facts are constants of one run: handing them over as uncached facts spares json-rules-engine
+// hashing each one for a result cache that constant facts never use (a tenth of a run's time).
+const UNCACHED = { cache: false };
+
 /** Runs the policy's json-rules-engine over the facts; the policy's own engine, built at compile. */
 export async function runPolicy(policy: CompiledPolicy, facts: PolicyFacts): Promise<PolicyRun> {
-  const { results } = await policy.engine.run(facts);
+  const runtime: Record<string, Fact> = {};
+  for (const id in facts) runtime[id] = new Fact(id, facts[id], UNCACHED);
+  const { results } = await policy.engine.run(runtime);
   const firedIdx = new Set<number>();
   for (const r of results) firedIdx.add((r.event!.params as { index: number }).index);
   const fired: CompiledRule[] = [];

@@ -1,5 +1,6 @@
 import { CHALLENGE_TYPES, DECISIONS, REDACTION_STRATEGIES } from '../api/types.js';
 import { REASON_CODE_PATTERN } from '../reasons/catalog.js';
+import { aiConfigSchema } from '../ai/settings.js';
 import { mapOf, strictObject, yup } from '../validate/kit.js';
 
 // The YAML formats of operations/ and rules/. What these accept is documented in README
@@ -13,6 +14,9 @@ export const OPERATORS = [
   'equal', 'notEqual', 'lessThan', 'lessThanInclusive', 'greaterThan', 'greaterThanInclusive',
   'in', 'notIn', 'contains', 'doesNotContain', 'exists', 'missing',
 ] as const;
+/** enforce (default): the decision is answered. monitor: allow is answered, the would-be decision recorded. */
+export const MODES = ['enforce', 'monitor'] as const;
+export type Mode = (typeof MODES)[number];
 const DECORATORS = ['someFact', 'someValue', 'everyFact', 'everyValue', 'swap', 'not'];
 
 const KEY = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -27,15 +31,9 @@ const factPath = yup
   });
 
 const reasonCode = yup.string().matches(REASON_CODE_PATTERN, '${path} must be a snake_case reason code');
-const thresholdValue = yup.number().min(0).max(100);
+const thresholdValue = yup.number().min(0, '${path} must be between 0 and 100').max(100, '${path} must be between 0 and 100');
 
-export const aiSchema = strictObject({
-  enabled: yup.boolean(),
-  model: yup.string().max(200),
-  maxScoreDelta: yup.number().min(0).max(30),
-  timeoutMs: yup.number().integer().min(1).max(60_000),
-  allowFields: yup.array(yup.string().oneOf(['actor.id', 'resource.id', 'resource.ownerId', 'resource.classification', 'requestData.amount', 'requestData.currency']).required()),
-}).default(undefined);
+export const aiSchema = aiConfigSchema.default(undefined);
 
 export const operationSchema = strictObject({
   key: yup.string().required().matches(KEY, '${path} must look like resource.action (lowercase, dotted)'),
@@ -46,6 +44,7 @@ export const operationSchema = strictObject({
   sensitivity: yup.string().required().oneOf(SENSITIVITIES),
   policy: yup.string().required().matches(ID, '${path} must be a policy id (lowercase letters, digits, - and _)'),
   environments: yup.array(yup.string().required().min(1).max(64)).min(1),
+  mode: yup.string().oneOf(MODES),
   ai: aiSchema,
 });
 
@@ -97,7 +96,7 @@ const redactionSchema = strictObject({
   fields: yup
     .array(yup.string().required().matches(/^[A-Za-z0-9_]+(\.[A-Za-z0-9_*]+)*$/, '${path} must be a dotted field path'))
     .required()
-    .min(1),
+    .min(1, '${path} must name at least one field to redact'),
   strategy: yup.string().required().oneOf(REDACTION_STRATEGIES),
 }).default(undefined);
 
@@ -129,7 +128,7 @@ export const policySchema = strictObject({
     .default(undefined)
     .test('ordered', 'thresholds.medium must be below thresholds.high', (t) => !t || t.medium === undefined || t.high === undefined || t.medium < t.high),
   weights: mapOf(() => yup.number().required().min(0).max(100), /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name'),
-  requireRoles: yup.array(yup.string().required().min(1).max(128)).min(1).default(undefined),
+  requireRoles: yup.array(yup.string().required().min(1).max(128)).min(1, '${path} must name at least one role').default(undefined),
   requireRecentHumanSignal: strictObject({
     maxAgeSeconds: yup.number().required().min(1),
     action: yup.string().oneOf(['step_up', 'deny']),
@@ -141,6 +140,7 @@ export const policySchema = strictObject({
     retryAfterSeconds: yup.number().integer().min(1).max(86_400),
   }).default(undefined),
   rules: yup.array(ruleSchema).default(undefined),
+  mode: yup.string().oneOf(MODES),
   ai: aiSchema,
 });
 

@@ -12,6 +12,7 @@ export const REASONS = {
   low_risk_operation: { stage: 'outcome', description: 'No risk signal or policy rule stood out; the score is in the low band.' },
   medium_risk_score: { stage: 'outcome', description: 'No single signal stood out, but the score is in the medium band.' },
   high_risk_score: { stage: 'outcome', description: 'No single signal stood out, but the score is in the high band.' },
+  monitor_mode: { stage: 'outcome', description: 'The operation or its policy is in monitor mode: allow was answered; the would-be decision is in explanation.monitor.' },
 
   weak_session_continuity: { stage: 'risk', description: 'session.continuityStrength is low (or the session continuity is unknown and weak).' },
   missing_recent_human_signal: { stage: 'risk', description: 'No recent pointer, keyboard or touch activity was reported, or it is old.' },

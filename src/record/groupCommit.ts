@@ -46,8 +46,10 @@ export class GroupCommitter<T> {
       for (const p of batch) p.reject(err);
     } finally {
       this.flushing = false;
-      if (this.pending.length >= this.maxBatch) void this.flush();
-      else if (this.pending.length) this.schedule();
+      // What arrived during this commit has already waited a whole commit: it goes at once, as the
+      // next batch. (Waiting maxDelayMs again only added latency: under load the commit itself,
+      // an fsync, is the window in which the next batch gathers.)
+      if (this.pending.length) void this.flush();
     }
   }
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { reasonKeys, reasonRows } from './reasonIndex.js';
 
 // Migrations live in code, so the compiled service and the CLI carry them with no file lookup.
 interface Migration {
@@ -6,6 +7,15 @@ interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
+
+// Migration 002's filter columns. The enumerated ones have the values of src/api/types.ts, frozen
+// here as a migration must be: a new value needs a new migration adding its PostgreSQL partial index.
+const SEARCH_COLUMNS = ['operation_key', 'actor_id', 'resource_type', 'resource_id'];
+const ENUM_COLUMNS: [string, readonly string[]][] = [
+  ['decision', ['allow', 'allow_redacted', 'step_up_required', 'throttle', 'deny']],
+  ['risk_band', ['low', 'medium', 'high']],
+  ['source', ['evaluate', 'ingest']],
+];
 
 const migrations: Migration[] = [
   {
@@ -57,6 +67,86 @@ const migrations: Migration[] = [
     },
     async down(knex) {
       for (const table of ['events', 'policy_versions', 'api_keys', 'environments']) await knex.schema.dropTableIfExists(table);
+    },
+  },
+  {
+    // Decision Logs (issue 3): an index per filter, each led by environment and ending in seq so a
+    // filtered page is one ordered index range read newest first; reason keys (reasonIndex.ts) serve
+    // the reason filter; the explanation moves to a compressed column (explanationCodec.ts).
+    name: '002_event_search',
+    async up(knex) {
+      const sqlite = knex.client.config.client === 'sqlite3';
+      await knex.schema.alterTable('events', (t) => {
+        t.binary('explanation_z');
+        for (const column of sqlite ? [...SEARCH_COLUMNS, ...ENUM_COLUMNS.map(([c]) => c)] : SEARCH_COLUMNS) t.index(['environment', column, 'seq'], `events_env_${column}_seq`);
+        t.index(['environment', 'created_at'], 'events_env_created_at');
+      });
+      if (!sqlite) {
+        // PostgreSQL splits a b-tree page in half when rows are appended in the middle of it, which
+        // is where (environment, decision, seq) gets each new row: such indexes sit half empty. A
+        // partial index per value appends at its right edge and stays full; the planner picks it
+        // because the value is a bound parameter of an unnamed statement, planned with it.
+        for (const [column, values] of ENUM_COLUMNS) {
+          for (const value of values) await knex.raw(`CREATE INDEX ?? ON events (environment, seq) WHERE ?? = '${value}'`, [`events_env_seq_${column}_${value}`, column]);
+        }
+      }
+      if (sqlite) {
+        // WITHOUT ROWID: the primary key is the table, so an entry is one small b-tree cell.
+        await knex.raw('CREATE TABLE event_reasons (key integer NOT NULL, seq bigint NOT NULL, PRIMARY KEY (key, seq)) WITHOUT ROWID');
+      } else {
+        // A GIN index compresses its postings to a few bytes each, where a side table would cost
+        // a heap row and a b-tree entry per reason.
+        await knex.schema.alterTable('events', (t) => t.specificType('reason_keys', 'integer[]'));
+        await knex.raw('CREATE INDEX events_reason_keys ON events USING gin (reason_keys)');
+      }
+      // Index the reasons of the events stored before this migration.
+      for (let after = 0; ; ) {
+        const rows: { seq: number; environment: string; reasons: string }[] = await knex('events').select('seq', 'environment', 'reasons').where('seq', '>', after).orderBy('seq').limit(1000);
+        if (rows.length === 0) break;
+        if (sqlite) {
+          const entries = rows.flatMap((r) => reasonRows(r.environment, Number(r.seq), JSON.parse(r.reasons) as string[]));
+          for (let i = 0; i < entries.length; i += 500) await knex('event_reasons').insert(entries.slice(i, i + 500));
+        } else {
+          for (const r of rows) await knex('events').where('seq', r.seq).update({ reason_keys: reasonKeys(r.environment, JSON.parse(r.reasons) as string[]) });
+        }
+        after = Number(rows[rows.length - 1]!.seq);
+      }
+    },
+    async down(knex) {
+      const sqlite = knex.client.config.client === 'sqlite3';
+      await knex.schema.dropTableIfExists('event_reasons');
+      if (!sqlite) await knex.raw('DROP INDEX IF EXISTS events_reason_keys');
+      if (!sqlite) for (const [column, values] of ENUM_COLUMNS) for (const value of values) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_seq_${column}_${value}`]);
+      await knex.schema.alterTable('events', (t) => {
+        for (const column of sqlite ? [...SEARCH_COLUMNS, ...ENUM_COLUMNS.map(([c]) => c)] : SEARCH_COLUMNS) t.dropIndex([], `events_env_${column}_seq`);
+        t.dropIndex([], 'events_env_created_at');
+        t.dropColumn('explanation_z');
+        if (!sqlite) t.dropColumn('reason_keys');
+      });
+    },
+  },
+  {
+    // Policy as code (issue 5): the operation catalogue as the YAML defines it, upserted by the
+    // catalog seed (seeds/01_catalog.ts) so the console and SQL can join events to operations.
+    name: '003_operations',
+    async up(knex) {
+      await knex.schema.createTable('operations', (t) => {
+        t.string('key', 128).primary();
+        t.string('display_name', 200).notNullable();
+        t.string('action_type', 32).notNullable();
+        t.string('resource_type', 128).notNullable();
+        t.string('sensitivity', 16).notNullable();
+        t.string('policy_id', 128).notNullable();
+        t.string('policy_version_id', 64).notNullable();
+        t.string('mode', 16).notNullable();
+        t.text('environments');
+        t.string('source_file', 512).notNullable();
+        t.string('config_version_id', 64).notNullable();
+        t.bigInteger('updated_at').notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('operations');
     },
   },
 ];

@@ -1,5 +1,6 @@
 import * as yup from 'yup';
 import type { ErrorDetail } from '../api/types.js';
+import { compileFastAccept } from './fastAccept.js';
 
 // Plain messages, so an error reads "session.continuityStrength must be at most 1" wherever it shows.
 yup.setLocale({
@@ -91,4 +92,14 @@ export function check<T>(schema: yup.Schema<T>, value: unknown): { ok: true; val
     if (err instanceof yup.ValidationError) return { ok: false, details: toDetails(err) };
     throw err;
   }
+}
+
+/**
+ * check() for one schema on a hot path: a value the schema's compiled fast path vouches for is
+ * returned as is (yup in strict mode returns the very same value); anything else gets yup's full
+ * answer, so every error message and path is yup's.
+ */
+export function compileCheck<T>(schema: yup.Schema<T>): (value: unknown) => ReturnType<typeof check<T>> {
+  const fast = compileFastAccept(schema);
+  return (value) => (fast(value) ? { ok: true, value: value as T } : check(schema, value));
 }

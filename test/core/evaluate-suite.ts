@@ -202,7 +202,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.is(stored!.decision, r.decision);
     t.is(stored!.score, r.score);
     t.deepEqual(stored!.reasons, r.reasons);
-    t.is(stored!.policyVersionId, r.policyVersionId);
+    t.is(stored!.policyVersionId, r.policyVersionId ?? null);
     t.is(stored!.actorId, 'user_1');
     t.is(stored!.resourceId, 'batch_7');
     t.deepEqual(stored!.requestSummary.changedFields, ['email']);

@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+
+/** A port the OS says is free right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer().once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Child {
+  proc: ChildProcess;
+  pid: number;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves with the exit code. */
+  stop(graceMs?: number): Promise<number | null>;
+}
+
+/**
+ * Starts `node …args` with `env` added; its stderr (and stdout, if `echo`) is passed through.
+ * `priority` (a nice value; below 0 needs root) is inherited by the processes it forks.
+ */
+export function startNode(args: string[], env: Record<string, string>, priority?: number, echo = false): Child {
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  if (priority !== undefined) os.setPriority(proc.pid!, priority);
+  proc.stdout!.on('data', (chunk: Buffer) => {
+    if (echo) process.stderr.write(chunk);
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return {
+    proc,
+    pid: proc.pid!,
+    async stop(graceMs = 60_000) {
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** Polls GET url until it answers 200 or the child dies. */
+export async function waitReady(url: string, child: Child, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.proc.exitCode !== null) throw new Error(`the process exited with code ${child.proc.exitCode} before answering ${url}`);
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+}
+
+/** The process and its descendants (cluster workers), from /proc. */
+function tree(pid: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      /* the process ended while we looked */
+    }
+  }
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) out.push(...(parents.get(out[i]!) ?? []));
+  return out;
+}
+
+/** CPU seconds (user + system) used so far by the process plus its descendants. */
+export function cpuSeconds(pid: number | 'self'): number {
+  const ticks = 100; // USER_HZ, 100 on Linux
+  let total = 0;
+  for (const p of pid === 'self' ? [process.pid] : tree(pid)) {
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(f[11]) + Number(f[12])) / ticks;
+    } catch {
+      /* gone */
+    }
+  }
+  return total;
+}
+
+/** CPU seconds the whole machine has spent busy (all cores, from /proc/stat). */
+export function machineBusySeconds(): number {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal …: busy is everything but idle and iowait.
+  return (f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!) / 100;
+}
+
+/** VmRSS of the process plus its descendants, in MB (MiB). */
+export function rssMb(pid: number): number {
+  let kb = 0;
+  for (const p of tree(pid)) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
+      kb += m ? Number(m[1]) : 0;
+    } catch {
+      /* gone */
+    }
+  }
+  return Math.round((kb / 1024) * 10) / 10;
+}

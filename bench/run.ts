@@ -1,0 +1,361 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon, { type Request } from 'autocannon';
+import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
+import { paced } from './paced.js';
+import { cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, type Child } from './proc.js';
+import { prepareStore } from './store.js';
+
+/**
+ * `npm run bench` (issue 7): the bare-Koa baseline, then TPS in production mode (compiled JS,
+ * NODE_ENV=production, LOG_LEVEL=warn, a fresh store), each its own process on loopback, driven
+ * from this process. Prints a table and, as its last line, one JSON object.
+ */
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// BENCH_SERVER: another build's server.js, e.g. to compare before and after a change.
+const SERVER = path.resolve(process.env.BENCH_SERVER || path.join(ROOT, 'dist/src/server.js'));
+
+function int(name: string, fallback: number, min = 0): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`);
+  return n;
+}
+
+const workers = int('BENCH_WORKERS', 1, 1);
+const cfg = {
+  seconds: int('BENCH_SECONDS', 10, 1),
+  warmupSeconds: int('BENCH_WARMUP_SECONDS', 3),
+  connections: int('BENCH_CONNECTIONS', 32, 1),
+  workers,
+  /** Long-run mode: this many more evaluations after the phases, RSS sampled every `rssEvery`. */
+  total: int('BENCH_TOTAL', 0),
+  rssEvery: int('BENCH_RSS_EVERY', 250_000, 1),
+  databaseUrl: process.env.BENCH_DATABASE_URL || undefined,
+  // Several workers share challenges and velocity counts through Redis (src/cluster.ts).
+  redisUrl: process.env.BENCH_REDIS_URL || (workers > 1 ? 'redis://127.0.0.1:6379' : undefined),
+  phases: new Set((process.env.BENCH_PHASES || 'baseline,evaluate,ingest,half').split(',').map((s) => s.trim())),
+  /**
+   * A nice value for the servers and this driver (e.g. -10; below 0 needs root), so that on a
+   * shared machine other work yields the cores to the benchmark. Unset: priorities are left alone.
+   */
+  nice: process.env.BENCH_NICE ? Number(process.env.BENCH_NICE) : undefined,
+  /** Extra node flags for the TPS process, e.g. "--cpu-prof --cpu-prof-dir=prof". */
+  nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(/\s+/).filter(Boolean),
+};
+
+interface Row {
+  phase: string;
+  rate: string;
+  seconds: number;
+  ok: number;
+  failed: number;
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  /** Server CPU time per 2xx answer, in µs: contention on a shared machine barely moves it. */
+  cpuUs: number;
+  /** Cores kept busy by processes other than the server and this driver during the phase. */
+  otherCores: number;
+  /** Events per group-commit transaction during the phase (from /metrics; one worker's view). */
+  perCommit: number;
+}
+
+const rows: Row[] = [];
+let answered = 0; // 2xx answers from TPS, each of which promised one stored event
+
+const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** The group committer's totals from /metrics: events and transactions so far (NaN if not TPS). */
+async function commitTotals(url: string): Promise<{ events: number; commits: number }> {
+  try {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    return { events: value('tps_event_commit_batch_size_sum'), commits: value('tps_event_commit_batch_size_count') };
+  } catch {
+    return { events: NaN, commits: NaN };
+  }
+}
+
+/** Measures around `run`: CPU (the server's with workers, this driver's, everyone else's) and commits. */
+async function metered<T extends { ok: number; seconds: number }>(serverPid: number, url: string, run: () => Promise<T>) {
+  const k0 = await commitTotals(url);
+  const s0 = cpuSeconds(serverPid);
+  const c0 = cpuSeconds('self');
+  const m0 = machineBusySeconds();
+  const result = await run();
+  const server = cpuSeconds(serverPid) - s0;
+  const other = machineBusySeconds() - m0 - server - (cpuSeconds('self') - c0);
+  const k1 = await commitTotals(url);
+  return {
+    result,
+    cpuUs: result.ok ? Math.round((server / result.ok) * 1e6) : NaN,
+    otherCores: round(Math.max(0, other) / result.seconds, 2),
+    perCommit: round((k1.events - k0.events) / (k1.commits - k0.commits), 1),
+  };
+}
+
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; perCommit: number }, record = true): Row {
+  const { cpuUs, otherCores, perCommit } = meter;
+  const sorted = m.latencies.sort();
+  const pct = (p: number) => (sorted.length ? round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : NaN);
+  const row: Row = {
+    phase,
+    rate,
+    seconds: round(m.seconds),
+    ok: m.ok,
+    failed: m.failed,
+    rps: Math.round(m.ok / m.seconds),
+    p50: pct(50),
+    p90: pct(90),
+    p99: pct(99),
+    max: sorted.length ? round(sorted[sorted.length - 1]!) : NaN,
+    cpuUs,
+    otherCores,
+    perCommit,
+  };
+  if (record) rows.push(row);
+  log(`  ${phase}: ${row.rps} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${cpuUs} µs server CPU per answer${row.failed ? `, ${row.failed} failed` : ''}${otherCores > 0.1 ? `, other processes busy ${otherCores} cores` : ''}`);
+  return row;
+}
+
+/**
+ * Closed loop at full speed: one autocannon instance per connection, each with its own request
+ * list (so step-ups and their retries stay paired on one connection); latencies come from each 2xx
+ * answer at sub-millisecond resolution.
+ */
+async function drive(phase: string, serverPid: number, url: string, requestsOf: (conn: number) => Request[], opts: { seconds?: number; amount?: number; idReplacement?: boolean; record?: boolean }): Promise<Row> {
+  const { result, ...meter } = await metered(serverPid, url, async () => {
+    let latencies = new Float64Array(1 << 16);
+    let n = 0;
+    const started = performance.now();
+    const results = await Promise.all(
+      range(cfg.connections).map((conn) => {
+        const job = autocannon({
+          url,
+          connections: 1,
+          pipelining: 1,
+          timeout: 30,
+          requests: requestsOf(conn),
+          ...(opts.idReplacement ? { idReplacement: true } : {}),
+          ...(opts.amount ? { amount: Math.ceil(opts.amount / cfg.connections) } : { duration: opts.seconds ?? cfg.seconds }),
+        });
+        job.on('response', (_client, status, _bytes, ms) => {
+          if (status < 200 || status >= 300) return;
+          if (n === latencies.length) {
+            const grown = new Float64Array(latencies.length * 2);
+            grown.set(latencies);
+            latencies = grown;
+          }
+          latencies[n++] = ms;
+        });
+        return job;
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const ok = results.reduce((a, r) => a + r['2xx'], 0);
+    const failed = results.reduce((a, r) => a + r.non2xx + r.errors + r.timeouts, 0);
+    return { ok, failed, seconds, latencies: latencies.subarray(0, n) };
+  });
+  return summarize(phase, 'max', result, meter, opts.record);
+}
+
+async function drivePaced(phase: string, serverPid: number, port: number, secretKey: string, rate: number): Promise<Row> {
+  const requests = range(cfg.connections).map((conn) => rawRequests(`127.0.0.1:${port}`, secretKey, conn));
+  const { result, ...meter } = await metered(serverPid, `http://127.0.0.1:${port}`, () => paced(port, requests, rate, cfg.seconds));
+  return summarize(phase, `${rate}/s`, result, meter);
+}
+
+async function warmup(serverPid: number, url: string, requestsOf: (conn: number) => Request[], idReplacement = false): Promise<number> {
+  if (!cfg.warmupSeconds) return 0;
+  return (await drive('warm-up', serverPid, url, requestsOf, { seconds: cfg.warmupSeconds, idReplacement, record: false })).ok;
+}
+
+/** Sends each case once and checks its decision, so a misconfigured run fails before it measures. */
+async function preflight(url: string, secretKey: string): Promise<{ ingest: boolean }> {
+  const n = crypto.randomInt(1e9);
+  for (const c of CASES) {
+    const res = await fetch(`${url}/api/evaluate`, { method: 'POST', headers: jsonHeaders(secretKey), body: JSON.stringify(c.body(n)) });
+    const text = await res.text();
+    if (res.status !== 200 || !text.startsWith(`{"decision":"${c.expect}"`) || (c.contains && !text.includes(c.contains))) {
+      throw new Error(`preflight: case "${c.name}" answered ${res.status} ${text.slice(0, 300)}`);
+    }
+    answered++;
+  }
+  const probe = await fetch(`${url}/api/events/ingest`, { method: 'POST', headers: jsonHeaders(secretKey), body: '{}' });
+  return { ingest: probe.status !== 404 };
+}
+
+async function runBaseline(): Promise<number | null> {
+  if (!cfg.phases.has('baseline')) return null;
+  const port = await freePort();
+  const baseline = startNode(['--import', 'tsx', path.join(ROOT, 'bench/baseline.ts')], { NODE_ENV: 'production', PORT: String(port) }, cfg.nice);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitListening(url, baseline);
+    const requestsOf = (conn: number) => evaluateRequests('svc_sec_baseline', conn);
+    await warmup(baseline.pid, url, requestsOf);
+    return (await drive('baseline (bare Koa)', baseline.pid, url, requestsOf, {})).rps;
+  } finally {
+    await baseline.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  if (!fs.existsSync(SERVER)) throw new Error(`${SERVER} is missing: run "npm run build" first (npm run bench does)`);
+  if (cfg.nice !== undefined) os.setPriority(cfg.nice);
+  log(
+    `TPS benchmark: ${cfg.seconds} s per phase, ${cfg.connections} connections, ${cfg.workers} worker(s), store ${cfg.databaseUrl ? 'postgres' : 'sqlite'}${cfg.redisUrl ? ', state in Redis' : ''}; ` +
+      `${os.cpus().length} cores${cfg.nice !== undefined ? `, nice ${cfg.nice}` : ''}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+  );
+
+  // (a) the bare Koa baseline, measured alone so nothing else of ours competes for the cores.
+  const baselineRps = await runBaseline();
+
+  const store = await prepareStore(cfg.databaseUrl);
+  const secretKey = `svc_sec_${crypto.randomBytes(24).toString('base64url')}`;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const server = startNode([...cfg.nodeArgs, SERVER], {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: store.url,
+    TPS_SECRET_KEY: secretKey,
+    TPS_ENVIRONMENT: 'bench',
+    TPS_CONFIG_DIR: ROOT,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    TPS_WORKERS: String(cfg.workers),
+    ...(cfg.redisUrl ? { REDIS_URL: cfg.redisUrl } : {}),
+  }, cfg.nice);
+  let evaluate: Row | undefined;
+  let ingest: Row | undefined;
+  let half: Row | undefined;
+  const rssSamples: { evaluations: number; rssMb: number }[] = [];
+  let rss = NaN;
+  let stored: Awaited<ReturnType<typeof store.count>> | undefined;
+  try {
+    await waitReady(`${url}/healthz`, server);
+    log(`  TPS is up: pid ${server.pid}, ${url}`);
+    const { ingest: hasIngest } = await preflight(url, secretKey);
+    const evaluateOf = (conn: number) => evaluateRequests(secretKey, conn);
+    answered += await warmup(server.pid, url, evaluateOf);
+
+    // (b) evaluate at full speed.
+    if (cfg.phases.has('evaluate')) {
+      evaluate = await drive('evaluate (mix, max rate)', server.pid, url, evaluateOf, {});
+      answered += evaluate.ok;
+    }
+    // (c) ingest at full speed.
+    if (cfg.phases.has('ingest')) {
+      if (hasIngest) {
+        const ingestOf = (conn: number) => ingestRequests(secretKey, conn);
+        answered += await warmup(server.pid, url, ingestOf, true);
+        ingest = await drive('ingest (max rate)', server.pid, url, ingestOf, { idReplacement: true });
+        answered += ingest.ok;
+      } else {
+        log('  ingest: POST /api/events/ingest answers 404 in this build; phase skipped');
+      }
+    }
+    // (d) evaluate at half of (b)'s rate, evenly paced, for latency under normal load.
+    if (cfg.phases.has('half') && evaluate) {
+      half = await drivePaced('evaluate (50% of max, paced)', server.pid, port, secretKey, Math.max(1, Math.round(evaluate.rps / 2)));
+      answered += half.ok;
+    }
+    // Long run: RSS after every BENCH_RSS_EVERY evaluations.
+    if (cfg.total > 0) {
+      let done = 0;
+      rssSamples.push({ evaluations: done, rssMb: rssMb(server.pid) });
+      while (done < cfg.total) {
+        const amount = Math.min(cfg.rssEvery, cfg.total - done);
+        const row = await drive(`long run to ${done + amount}`, server.pid, url, evaluateOf, { amount });
+        answered += row.ok;
+        done += row.ok + row.failed;
+        rssSamples.push({ evaluations: done, rssMb: rssMb(server.pid) });
+        log(`    RSS after ${done} long-run evaluations: ${rssSamples.at(-1)!.rssMb} MB`);
+      }
+    }
+    rss = rssMb(server.pid);
+  } finally {
+    const code = await server.stop();
+    if (code !== 0) log(`  TPS exited with code ${code}`);
+    try {
+      stored = await store.count();
+    } finally {
+      await store.drop();
+    }
+  }
+
+  printTable(rss, stored, rssSamples);
+  const summary = {
+    baselineRps,
+    evaluateRps: evaluate?.rps ?? null,
+    ingestRps: ingest?.rps ?? null,
+    evaluateRatio: evaluate && baselineRps ? round(evaluate.rps / baselineRps, 3) : null,
+    evaluateP50Ms: evaluate?.p50 ?? null,
+    evaluateP99Ms: evaluate?.p99 ?? null,
+    evaluateHalfLoadP50Ms: half?.p50 ?? null,
+    evaluateHalfLoadP99Ms: half?.p99 ?? null,
+    rssMb: rss,
+    eventsStored: stored.total,
+    workers: cfg.workers,
+    store: cfg.databaseUrl ? 'postgres' : 'sqlite',
+    ...(rssSamples.length ? { rssSamplesMb: rssSamples } : {}),
+  };
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+}
+
+async function waitListening(url: string, child: Child): Promise<void> {
+  // The baseline has no health route; any HTTP answer (404 included) means it is listening.
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.proc.exitCode !== null) throw new Error('the baseline exited before listening');
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error('the baseline did not start');
+}
+
+function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
+  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'events/commit', 'others busy (cores)'];
+  const body = rows.map((r) => [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, r.cpuUs, Number.isNaN(r.perCommit) ? '-' : r.perCommit, r.otherCores].map(String));
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const out = [
+    `${cfg.connections} connections; ${cfg.workers} worker(s); store ${cfg.databaseUrl ? 'postgres' : 'sqlite'}`,
+    line(head),
+    `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+    ...body.map(line),
+    '',
+  ];
+  if (stored) {
+    out.push(`events stored (SQL count afterwards): ${stored.total}; 2xx answers, each of which promised one: ${answered}`);
+    const evaluated = Object.values(stored.byDecision).reduce((a, b) => a + b, 0);
+    const mix = Object.entries(EXPECTED_SHARE)
+      .map(([d, share]) => `${d} ${stored.byDecision[d] ?? 0} (${(((stored.byDecision[d] ?? 0) / evaluated) * 100).toFixed(1)}%, expected ~${(share * 100).toFixed(1)}%)`)
+      .join(', ');
+    out.push(`evaluate events by decision: ${mix}`);
+    out.push(stored.invalidChallenges ? `WARNING: ${stored.invalidChallenges} step-up retries found no challenge (challenge_invalid)` : 'every step-up retry found its challenge');
+  }
+  out.push(`server RSS after the run: ${rss} MB`);
+  for (const s of samples) out.push(`  RSS after ${s.evaluations} long-run evaluations: ${s.rssMb} MB`);
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,106 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ParseArgsConfig } from 'node:util';
+import type { DecisionEvent } from '../../api/types.js';
+import { readSettings } from '../../config/env.js';
+import { exportEvents } from '../../events/export.js';
+import { parseSse } from '../../events/sseParser.js';
+import { openDatabase } from '../../store/db.js';
+import type { EventFilter } from '../../store/eventFilter.js';
+import { KnexEventStore } from '../../store/eventStore.js';
+import { validateEventQuery } from '../../validate/eventQuery.js';
+import { err, out, UsageError, type Command } from '../command.js';
+
+// The Decision Logs filters, spelled as in the HTTP query string.
+const FILTERS = ['operationKey', 'actorId', 'resourceType', 'resourceId', 'decision', 'riskBand', 'source', 'reason', 'from', 'to'] as const;
+const filterOptions: ParseArgsConfig['options'] = Object.fromEntries(FILTERS.map((name) => [name, { type: 'string' }]));
+const FILTER_USAGE = '[--operationKey K] [--actorId ID] [--resourceType T] [--resourceId ID] [--decision D] [--riskBand B] [--source S] [--reason R] [--from ISO] [--to ISO]';
+
+type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;
+
+function pickFilters(values: Values): Record<string, string> {
+  return Object.fromEntries(FILTERS.filter((f) => typeof values[f] === 'string').map((f) => [f, values[f] as string]));
+}
+
+/** The same validation as GET /api/events, so the CLI and the API accept the same filters. */
+function filterOf(values: Values): EventFilter {
+  const checked = validateEventQuery(pickFilters(values), { stream: true });
+  if (!checked.ok) throw new UsageError(checked.details.map((d) => `--${d.message}`).join('\n'));
+  return checked.value.filter;
+}
+
+const exportCommand: Command = {
+  words: ['events', 'export'],
+  usage: `events export [--env NAME] ${FILTER_USAGE}`,
+  summary: 'write matching events as NDJSON to stdout, oldest first (reads DATABASE_URL)',
+  options: { env: { type: 'string' }, ...filterOptions },
+  async run({ values }) {
+    const filter = filterOf(values);
+    const settings = readSettings();
+    const environment = (values.env as string | undefined) ?? settings.environment;
+    const db = await openDatabase(settings.databaseUrl);
+    try {
+      const count = await exportEvents(new KnexEventStore(db.knex), environment, filter, process.stdout);
+      err(`exported ${count} event${count === 1 ? '' : 's'} of environment "${environment}"`);
+      return 0;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EPIPE') return 0; // the reader (e.g. `head`) left
+      throw e;
+    } finally {
+      await db.close();
+    }
+  },
+};
+
+const line = (e: DecisionEvent): string =>
+  [e.createdAt, e.decision.padEnd(16), String(e.score).padStart(6), e.operationKey, `actor=${e.actorId}`, `${e.resourceType}/${e.resourceId}`, `[${e.reasons.join(',')}]`, e.telemetryId].join('  ');
+
+const tail: Command = {
+  words: ['events', 'tail'],
+  usage: `events tail [--url URL] [--key svc_sec_…] [--json] ${FILTER_USAGE}`,
+  summary: 'follow the live event stream of a running server (TPS_URL, TPS_SECRET_KEY)',
+  options: { url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' }, ...filterOptions },
+  async run({ values }) {
+    filterOf(values);
+    const base = ((values.url as string | undefined) ?? process.env.TPS_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8787}`).replace(/\/+$/, '');
+    const key = (values.key as string | undefined) ?? process.env.TPS_SECRET_KEY;
+    if (!key) throw new UsageError('--key (or TPS_SECRET_KEY) is required: the stream needs the environment secret key');
+    const url = `${base}/api/events/stream?${new URLSearchParams(pickFilters(values))}`;
+    const stop = new AbortController();
+    const quit = () => stop.abort();
+    process.once('SIGINT', quit);
+    process.once('SIGTERM', quit);
+    let lastEventId: string | undefined;
+    try {
+      // Follow until interrupted; after a dropped connection, resume exactly after the last event shown.
+      while (!stop.signal.aborted) {
+        try {
+          const res = await fetch(url, {
+            headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+            signal: stop.signal,
+          });
+          if (!res.ok || !res.body) {
+            const body = (await res.json().catch(() => undefined)) as { error?: { message?: string } } | undefined;
+            err(`tps: the server answered ${res.status}: ${body?.error?.message ?? res.statusText}`);
+            if (res.status < 500) return 1;
+          } else {
+            for await (const item of parseSse(res.body as unknown as AsyncIterable<Uint8Array>)) {
+              if (item.kind !== 'message') continue;
+              lastEventId = item.id ?? lastEventId;
+              out(values.json ? item.data : line(JSON.parse(item.data) as DecisionEvent));
+            }
+          }
+        } catch (e) {
+          if (stop.signal.aborted) break;
+          err(`tps: stream interrupted (${(e as Error).message}); reconnecting`);
+        }
+        await sleep(1000, undefined, { signal: stop.signal }).catch(() => undefined);
+      }
+      return 0;
+    } finally {
+      process.off('SIGINT', quit);
+      process.off('SIGTERM', quit);
+    }
+  },
+};
+
+export default [exportCommand, tail];

@@ -1,0 +1,39 @@
+import { readSettings } from '../../config/env.js';
+import { eventToFixtureCase, fixtureCaseYaml } from '../../replay/toFixture.js';
+import { openDatabase } from '../../store/db.js';
+import { fromRow, type EventRow } from '../../store/eventStore.js';
+import { out, UsageError, type Command } from '../command.js';
+import { configDirOf, loadWorkingTree } from './policy.js';
+
+const toFixture: Command = {
+  words: ['events', 'to-fixture'],
+  usage: 'events to-fixture TELEMETRY_ID [DIR] [--env NAME] [--name TEXT]',
+  summary: 'turn a stored event into a fixture case (YAML) for rules/<policy>.fixtures.yaml',
+  options: { env: { type: 'string' }, name: { type: 'string' } },
+  async run({ values, positionals }) {
+    const [telemetryId, dir] = positionals;
+    if (!telemetryId) throw new UsageError('usage: tps events to-fixture TELEMETRY_ID [DIR] [--env NAME] [--name TEXT]');
+    const catalog = loadWorkingTree(configDirOf(dir));
+    const db = await openDatabase(readSettings().databaseUrl);
+    try {
+      const q = db.knex<EventRow>('events').where('telemetry_id', telemetryId);
+      if (values.env) q.where('environment', values.env as string);
+      const rows: EventRow[] = await q.limit(2);
+      if (rows.length === 0) {
+        out(`no event with telemetryId ${telemetryId}${values.env ? ` in environment ${values.env}` : ''}`);
+        return 1;
+      }
+      if (rows.length > 1) throw new UsageError(`telemetryId ${telemetryId} exists in several environments: name one with --env`);
+      const event = fromRow(rows[0]!);
+      const c = eventToFixtureCase(event, catalog, values.name as string | undefined);
+      const policyId = catalog.operations.get(event.operationKey)?.policyId;
+      const where = `paste under cases: in the fixtures file beside policy "${policyId}" (rules/<policy file>.fixtures.yaml)`;
+      out(fixtureCaseYaml(c, `from event ${event.telemetryId} (${event.environment}, ${event.createdAt}); ${where}`).trimEnd());
+    } finally {
+      await db.close();
+    }
+    return 0;
+  },
+};
+
+export default [toFixture];

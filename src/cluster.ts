@@ -1,0 +1,67 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Settings } from './config/env.js';
+import type { Logger } from './http/logger.js';
+
+/**
+ * TPS_WORKERS > 1 (node:cluster). The primary prepares the store once (migrations, key bootstrap,
+ * policy versions: `prepare`), then forks the workers; each builds its own service and listens on
+ * the same port, and the primary hands connections out. The primary serves no request itself.
+ * SIGTERM and SIGINT stop the workers gracefully (each drains its group commit first), SIGHUP is
+ * passed on to them, and a worker that dies after it started is replaced.
+ */
+export async function runPrimary(settings: Settings, logger: Logger, prepare: () => Promise<void>): Promise<void> {
+  // Challenges and velocity counts must be seen by every worker, or a step-up retry that lands on
+  // another worker than its challenge would fail: several workers share state through Redis.
+  if (!settings.redisUrl) throw new Error(`TPS_WORKERS=${settings.workers} needs REDIS_URL: step-up challenges and velocity counts are shared between workers through Redis`);
+  await prepare();
+
+  let stopping = false;
+  const listening = new Set<Worker>();
+  const fork = () => cluster.fork({ TPS_CLUSTER_WORKER: '1' });
+
+  cluster.on('listening', (worker) => {
+    listening.add(worker);
+    if (listening.size === settings.workers) logger.info({ workers: settings.workers, port: settings.port }, 'TPS workers listening');
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    const started = listening.delete(worker);
+    if (stopping) return;
+    if (!started) {
+      // A worker that cannot start (port taken, store unreachable) would fail again: give up.
+      logger.error({ pid: worker.process.pid, code, signal }, 'a TPS worker failed to start; stopping');
+      void stop(1);
+      return;
+    }
+    logger.error({ pid: worker.process.pid, code, signal }, 'a TPS worker died; starting another');
+    fork();
+  });
+
+  const stop = async (exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (w.isDead()) return resolve();
+            w.once('exit', () => resolve());
+            w.process.kill('SIGTERM');
+          }),
+      ),
+    );
+    process.exit(exitCode);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stop(0));
+  process.on('SIGHUP', () => {
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGHUP');
+  });
+
+  for (let i = 0; i < settings.workers; i++) fork();
+}
+
+/** True in the primary of a multi-worker start; workers and single-process starts run the service. */
+export const isClusterPrimary = (settings: Settings): boolean => settings.workers > 1 && cluster.isPrimary;
+
+/** True in a worker forked by `runPrimary`: the primary has already migrated and bootstrapped. */
+export const isClusterWorker = (): boolean => cluster.isWorker && process.env.TPS_CLUSTER_WORKER === '1';

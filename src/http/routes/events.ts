@@ -1,0 +1,86 @@
+import Router from '@koa/router';
+import { ApiError } from '../../api/errors.js';
+import type { EventPage, IngestResponse } from '../../api/types.js';
+import { decodeCursor, encodeCursor } from '../../events/cursor.js';
+import type { EventHub } from '../../events/hub.js';
+import type { Ingestor } from '../../events/ingest.js';
+import { toPublicEvent } from '../../events/publicEvent.js';
+import { StreamSubscriber, type StreamOptions } from '../../events/subscriber.js';
+import type { KnexEventStore } from '../../store/eventStore.js';
+import type { PolicyVersionStore } from '../../store/policyVersionStore.js';
+import { validateEventQuery } from '../../validate/eventQuery.js';
+import { validateIngestRecord } from '../../validate/ingestRecord.js';
+import type { Ctx, Middleware, TpsState } from '../middleware.js';
+
+export interface EventRoutesDeps {
+  store: KnexEventStore;
+  ingestor: Ingestor;
+  hub: EventHub;
+  policyVersions: PolicyVersionStore;
+  stream: StreamOptions;
+}
+
+function query(ctx: Ctx, stream: boolean) {
+  const checked = validateEventQuery(ctx.query, { stream });
+  if (!checked.ok) throw new ApiError('invalid_request', 'the event query is invalid', checked.details);
+  return checked.value;
+}
+
+/** Ingest, Decision Logs and Event Stream (CONTRACT); every read is scoped to the key's environment. */
+export function eventRoutes(guard: Middleware[], json: Middleware[], deps: EventRoutesDeps): Router<TpsState> {
+  const router = new Router<TpsState>();
+
+  router.post('/api/events/ingest', ...guard, ...json, async (ctx) => {
+    const checked = validateIngestRecord(ctx.request.body);
+    if (!checked.ok) throw new ApiError('invalid_request', 'the ingest record is invalid', checked.details);
+    const { telemetryId } = checked.value;
+    let outcome;
+    try {
+      outcome = await deps.ingestor.ingest(ctx.state.principal.environment, checked.value);
+    } catch (err) {
+      throw new ApiError('store_unavailable', 'the event could not be recorded; nothing was stored, retry the ingest', undefined, undefined, err);
+    }
+    if (outcome === 'conflict') throw new ApiError('telemetry_id_conflict', `telemetryId "${telemetryId}" is already stored with different content`);
+    ctx.status = outcome === 'stored' ? 201 : 200;
+    ctx.body = (outcome === 'stored' ? { telemetryId, stored: true } : { telemetryId, stored: false, duplicate: true }) satisfies IngestResponse;
+  });
+
+  router.get('/api/events', ...guard, async (ctx) => {
+    const q = query(ctx, false);
+    // One extra row says whether another page exists, so the last page has no cursor.
+    const rows = await deps.store.page(ctx.state.principal.environment, q.filter, { order: 'desc', before: q.cursor, limit: q.limit + 1 });
+    const events = rows.slice(0, q.limit);
+    ctx.body = { events: events.map(toPublicEvent), nextCursor: rows.length > q.limit ? encodeCursor(events[events.length - 1]!.seq) : null } satisfies EventPage;
+  });
+
+  router.get('/api/events/stream', ...guard, async (ctx) => {
+    const q = query(ctx, true);
+    const lastEventId = ctx.get('last-event-id');
+    const resumeAfter = lastEventId ? decodeCursor(lastEventId) : q.cursor;
+    if (lastEventId && resumeAfter === undefined) {
+      throw new ApiError('invalid_request', 'the event query is invalid', [{ path: 'Last-Event-ID', message: 'Last-Event-ID is not a cursor this service issued' }]);
+    }
+    const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, ctx.state.principal.environment, q.filter, deps.stream);
+    try {
+      await subscriber.open(resumeAfter);
+    } catch (err) {
+      throw new ApiError('store_unavailable', 'the event store cannot be read; retry the stream', undefined, undefined, err);
+    }
+    // From here the subscriber writes the response for as long as the client stays; Koa lets go of it.
+    ctx.respond = false;
+    subscriber.serve();
+  });
+
+  router.get('/api/events/:telemetryId', ...guard, async (ctx) => {
+    const event = await deps.store.get(ctx.state.principal.environment, ctx.params.telemetryId!);
+    if (!event) throw new ApiError('not_found', 'no event with this telemetryId in this environment');
+    const version = event.policyVersionId ? await deps.policyVersions.get(event.policyVersionId) : undefined;
+    ctx.body = {
+      ...toPublicEvent(event),
+      // The exact compiled policy that decided this event, kept for as long as any event refers to it.
+      policyVersion: version ? { ...version, createdAt: new Date(version.createdAt).toISOString() } : null,
+    };
+  });
+
+  return router;
+}

@@ -1,0 +1,84 @@
+import type { AiAssessment, DecisionEvent, EvaluateRequest, RiskBand } from '../api/types.js';
+import { DEFAULT_CHALLENGE_TTL_MS, FixedVelocityCounter, OfflineEvaluator, RecordedAdvisory } from '../evaluate/offline.js';
+import { transactionFingerprint } from '../evaluate/fingerprint.js';
+import type { Evaluation } from '../evaluate/evaluator.js';
+import type { Facts } from '../facts/facts.js';
+import { requestFromFacts } from '../facts/request.js';
+import { lookupOperation, type Catalog } from '../policy/catalog.js';
+import { MemoryChallengeStore } from '../state/challenges.js';
+
+/** A recorded evaluation, as far as it can be evaluated again: its inputs and the state it met. */
+export interface RecordedTransaction {
+  environment: string;
+  at: number;
+  /** The request, rebuilt from the stored facts, without its challengeResult. */
+  request: EvaluateRequest;
+  /** TPS's own velocity count the evaluation saw, when its policy counted one. */
+  serviceCount?: number;
+  /** The advisory assessment that was recorded: reused, a model is never asked again. */
+  ai?: AiAssessment;
+  /** What the retry's challengeResult amounted to, and for a satisfied one what had been challenged. */
+  challenge?: { kind: 'satisfied'; score: number; band: RiskBand; reasons: string[] } | { kind: 'failed' } | { kind: 'invalid' };
+}
+
+export type Recovered = { ok: true; tx: RecordedTransaction } | { ok: false; reason: string };
+
+export const SKIP_INGESTED = 'ingested: recorded with normalizedSignals only, not the inputs a policy reads';
+export const SKIP_NO_FACTS = 'recorded without normalized inputs (explanation.facts)';
+export const SKIP_UNKNOWN_OPERATION = 'operation not configured in the working tree';
+export const SKIP_FAILED = 'could not be re-decided';
+
+/** Reads an event back into a transaction, or says why it cannot be re-decided. */
+export function recover(event: Pick<DecisionEvent, 'source' | 'environment' | 'createdAt' | 'score' | 'riskBand' | 'reasons' | 'explanation'>): Recovered {
+  if (event.source === 'ingest') return { ok: false, reason: SKIP_INGESTED };
+  const stored = event.explanation?.facts as (Facts & { velocity?: { serviceCount?: number } }) | undefined;
+  if (!stored?.operation?.key || !stored.actor?.id || !stored.resource?.type) return { ok: false, reason: SKIP_NO_FACTS };
+  const { velocity, ...facts } = stored;
+  const tx: RecordedTransaction = { environment: event.environment, at: Date.parse(event.createdAt), request: requestFromFacts(facts as Facts) };
+  if (typeof velocity?.serviceCount === 'number') tx.serviceCount = velocity.serviceCount;
+  if (event.explanation.aiAssessment) tx.ai = event.explanation.aiAssessment;
+  const kind = event.explanation.challengeResult;
+  if (kind === 'satisfied') {
+    // The satisfied retry answered the challenged evaluation's score and band, and its reasons
+    // followed by challenge_satisfied (CONTRACT "Evaluate"): what was challenged is read back from them.
+    const cut = event.reasons.indexOf('challenge_satisfied');
+    tx.challenge = { kind, score: event.score, band: event.riskBand ?? 'low', reasons: cut < 0 ? [...event.reasons] : event.reasons.slice(0, cut) };
+  } else if (kind === 'failed' || kind === 'invalid') tx.challenge = { kind };
+  return { ok: true, tx };
+}
+
+/**
+ * Evaluates a recorded transaction with `catalog`, through the server's Evaluator: the recorded
+ * velocity count, advisory assessment and challenge state stand in for the live ones, and the
+ * clock reads the event's own time.
+ */
+export async function redecide(catalog: Catalog, tx: RecordedTransaction): Promise<Evaluation> {
+  const challenges = new MemoryChallengeStore();
+  const request: EvaluateRequest = { ...tx.request };
+  if (tx.challenge?.kind === 'satisfied') {
+    const op = lookupOperation(catalog, tx.environment, request.operationKey);
+    const policy = op && catalog.policies.get(op.policyId);
+    await challenges.issue({
+      id: 'ch_replayed',
+      type: policy?.stepUpChallenge ?? 'passkey',
+      fingerprint: transactionFingerprint(tx.environment, request),
+      environment: tx.environment,
+      score: tx.challenge.score,
+      band: tx.challenge.band,
+      reasons: tx.challenge.reasons,
+      telemetryId: 'replayed',
+      expiresAt: tx.at + DEFAULT_CHALLENGE_TTL_MS,
+    });
+  }
+  if (tx.challenge) request.challengeResult = { passed: tx.challenge.kind !== 'failed' };
+  const offline = new OfflineEvaluator({
+    catalog,
+    counters: new FixedVelocityCounter(tx.serviceCount ?? 1),
+    challenges,
+    advisor: new RecordedAdvisory(tx.ai),
+    now: () => tx.at,
+  });
+  return offline.evaluate(request, tx.environment);
+}
+
+export const isConfigured = (catalog: Catalog, tx: RecordedTransaction): boolean => lookupOperation(catalog, tx.environment, tx.request.operationKey) !== undefined;

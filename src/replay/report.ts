@@ -1,0 +1,31 @@
+import { DECISIONS } from '../api/types.js';
+import type { ReplayReport } from './replay.js';
+
+const pct = (n: number, of: number) => (of === 0 ? '0%' : `${((100 * n) / of).toFixed(1)}%`);
+
+/** The replay as a reviewer reads it: how much changes, the transition matrix, samples, skips. */
+export function formatReplay(r: ReplayReport): string {
+  const lines: string[] = [];
+  const range = r.firstSeq === undefined ? '' : ` (seq ${r.firstSeq}..${r.lastSeq})`;
+  lines.push(`examined ${r.examined} events${range} with the working tree's configuration ${r.configurationVersionId}`);
+  lines.push(`replayed ${r.replayed}, skipped ${r.examined - r.replayed}`);
+  lines.push(`decisions that change: ${r.changed} of ${r.replayed} (${pct(r.changed, r.replayed)})`);
+  if (r.monitored.recorded || r.monitored.replayed) lines.push(`monitored: ${r.monitored.recorded} when recorded, ${r.monitored.replayed} with the working tree`);
+
+  const used = DECISIONS.filter((d) => r.matrix[d] || Object.values(r.matrix).some((row) => row[d]));
+  if (used.length) {
+    const w = Math.max(14, ...used.map((d) => d.length));
+    lines.push('', 'recorded ↓  replayed →');
+    lines.push(`  ${''.padEnd(w)}${used.map((d) => d.padStart(w + 1)).join('')}`);
+    for (const from of used) lines.push(`  ${from.padEnd(w)}${used.map((to) => String(r.matrix[from]?.[to] ?? 0).padStart(w + 1)).join('')}`);
+  }
+  if (r.transitions.length) {
+    lines.push('', 'transitions');
+    for (const t of r.transitions) lines.push(`  ${t.from} → ${t.to}: ${t.count}   e.g. ${t.samples.join(', ')}`);
+  }
+  if (r.skipped.length) {
+    lines.push('', 'skipped (cannot be re-decided)');
+    for (const s of r.skipped) lines.push(`  ${s.count}  ${s.reason}   e.g. ${s.samples.join(', ')}`);
+  }
+  return lines.join('\n');
+}

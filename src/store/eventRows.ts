@@ -1,0 +1,74 @@
+import type { Explanation } from '../api/types.js';
+import type { EventRecord, StoredEvent } from './eventStore.js';
+import { decodeExplanation, encodeExplanation } from './explanationCodec.js';
+
+/** An events row as the database holds it. */
+export interface EventRow {
+  seq: number;
+  telemetry_id: string;
+  environment: string;
+  source: string;
+  created_at: number;
+  operation_key: string;
+  actor_id: string;
+  resource_type: string;
+  resource_id: string;
+  decision: string;
+  score: number;
+  risk_band: string | null;
+  reasons: string;
+  policy_id: string | null;
+  policy_version_id: string | null;
+  monitored: boolean | number;
+  request_summary: string;
+  /** JSON text of rows written before migration 002; empty since. */
+  explanation: string;
+  /** The compressed explanation (explanationCodec.ts); null on rows written before migration 002. */
+  explanation_z: Buffer | null;
+}
+
+export function toRow(e: EventRecord): Omit<EventRow, 'seq'> {
+  return {
+    telemetry_id: e.telemetryId,
+    environment: e.environment,
+    source: e.source,
+    created_at: e.createdAt,
+    operation_key: e.operationKey,
+    actor_id: e.actorId,
+    resource_type: e.resourceType,
+    resource_id: e.resourceId,
+    decision: e.decision,
+    score: e.score,
+    risk_band: e.riskBand,
+    reasons: JSON.stringify(e.reasons),
+    policy_id: e.policyId,
+    policy_version_id: e.policyVersionId,
+    monitored: e.monitored ?? false,
+    request_summary: JSON.stringify(e.requestSummary),
+    explanation: '',
+    explanation_z: encodeExplanation(e.explanation),
+  };
+}
+
+export function fromRow(r: EventRow): StoredEvent {
+  return {
+    seq: Number(r.seq),
+    telemetryId: r.telemetry_id,
+    environment: r.environment,
+    source: r.source as StoredEvent['source'],
+    createdAt: new Date(Number(r.created_at)).toISOString(),
+    operationKey: r.operation_key,
+    actorId: r.actor_id,
+    resourceType: r.resource_type,
+    resourceId: r.resource_id,
+    decision: r.decision as StoredEvent['decision'],
+    score: Number(r.score),
+    riskBand: r.risk_band as StoredEvent['riskBand'],
+    reasons: JSON.parse(r.reasons) as string[],
+    policyId: r.policy_id,
+    policyVersionId: r.policy_version_id,
+    monitored: Boolean(r.monitored),
+    requestSummary: JSON.parse(r.request_summary) as Record<string, unknown>,
+    explanation: r.explanation_z ? decodeExplanation(r.explanation_z) : (JSON.parse(r.explanation) as Explanation),
+  };
+}

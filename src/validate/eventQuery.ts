@@ -1,0 +1,73 @@
+import { DECISIONS, EVENT_SOURCES, RISK_BANDS, type ErrorDetail } from '../api/types.js';
+import { decodeCursor } from '../events/cursor.js';
+import type { EventFilter } from '../store/eventFilter.js';
+import { check, strictObject, yup } from './kit.js';
+
+// CONTRACT "Decision Logs": the query string of GET /api/events and GET /api/events/stream. A bad
+// value is a 400 that names the parameter, never an empty list; an unknown parameter too, so a typo
+// (`?decison=deny`) cannot silently widen a search.
+const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
+// A date (UTC midnight) or a date-time with its offset; a time without an offset would be ambiguous.
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 500;
+
+const value = (max = 256) => yup.string().min(1).max(max);
+const instant = () =>
+  yup
+    .string()
+    .test('iso8601', '${path} must be an ISO 8601 date or date-time with an offset (2024-05-01 or 2024-05-01T12:00:00Z)', (v) => v === undefined || (ISO_8601.test(v) && !Number.isNaN(Date.parse(v))));
+
+const filterShape = {
+  operationKey: value(128),
+  actorId: value(),
+  resourceType: value(128),
+  resourceId: value(),
+  decision: yup.string().oneOf(DECISIONS),
+  riskBand: yup.string().oneOf(RISK_BANDS),
+  source: yup.string().oneOf(EVENT_SOURCES),
+  reason: yup.string().matches(CODE, '${path} must be a reason code (letters, digits, _ . : -, at most 128)'),
+  from: instant(),
+  to: instant(),
+  cursor: yup.string().test('cursor', '${path} is not a cursor this service issued', (v) => v === undefined || decodeCursor(v) !== undefined),
+};
+const limit = yup
+  .string()
+  .test('limit', `\${path} must be an integer from 1 to ${MAX_LIMIT}`, (v) => v === undefined || (/^\d{1,4}$/.test(v) && Number(v) >= 1 && Number(v) <= MAX_LIMIT));
+const listSchema = strictObject({ ...filterShape, limit });
+const streamSchema = strictObject(filterShape);
+
+type Query = Partial<Record<keyof typeof filterShape | 'limit', string>>;
+
+export interface EventQuery {
+  filter: EventFilter;
+  limit: number;
+  /** The seq the cursor names, when one was given. */
+  cursor?: number;
+}
+
+export type Checked = { ok: true; value: EventQuery } | { ok: false; details: ErrorDetail[] };
+
+/** Validates GET /api/events (stream: false) or GET /api/events/stream (stream: true, no limit). */
+export function validateEventQuery(query: Record<string, unknown>, options: { stream?: boolean } = {}): Checked {
+  const checked = check<Query>((options.stream ? streamSchema : listSchema) as unknown as yup.Schema<Query>, { ...query });
+  if (!checked.ok) return checked;
+  const q = checked.value;
+  const fromMs = q.from === undefined ? undefined : Date.parse(q.from);
+  const toMs = q.to === undefined ? undefined : Date.parse(q.to);
+  if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs) return { ok: false, details: [{ path: 'to', message: 'to must be later than from' }] };
+  const filter: EventFilter = {
+    operationKey: q.operationKey,
+    actorId: q.actorId,
+    resourceType: q.resourceType,
+    resourceId: q.resourceId,
+    decision: q.decision as EventFilter['decision'],
+    riskBand: q.riskBand as EventFilter['riskBand'],
+    source: q.source as EventFilter['source'],
+    reason: q.reason,
+    fromMs,
+    toMs,
+  };
+  for (const key of Object.keys(filter) as (keyof EventFilter)[]) if (filter[key] === undefined) delete filter[key];
+  return { ok: true, value: { filter, limit: q.limit === undefined ? DEFAULT_LIMIT : Number(q.limit), cursor: q.cursor === undefined ? undefined : decodeCursor(q.cursor) } };
+}

@@ -1,0 +1,38 @@
+import { DECISIONS, type IngestRecord } from '../api/types.js';
+import { check, mapOf, strictObject, yup } from './kit.js';
+
+// SPEC 2.3 with the bounds of SPEC 8. Lengths match the events columns; the telemetryId alphabet
+// keeps it usable as-is in GET /api/events/{telemetryId}.
+const TELEMETRY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
+const SUMMARY_MAX_BYTES = 4096;
+
+const id = (max: number) => yup.string().min(1).max(max).required();
+
+export const ingestRecordSchema = strictObject({
+  operationKey: id(128),
+  actorId: id(256),
+  resourceType: id(128),
+  resourceId: id(256),
+  telemetryId: yup
+    .string()
+    .required()
+    .matches(TELEMETRY_ID, '${path} must be 1 to 128 letters, digits or . _ : -')
+    .notOneOf(['stream'], '${path} "stream" is reserved (GET /api/events/stream)'),
+  requestSummary: yup
+    .object()
+    .default(undefined)
+    .required()
+    .test('compact', `\${path} must be at most ${SUMMARY_MAX_BYTES} bytes of JSON`, (v) => v === undefined || Buffer.byteLength(JSON.stringify(v)) <= SUMMARY_MAX_BYTES),
+  decision: yup.string().required().oneOf(DECISIONS),
+  score: yup.number().required().min(0).max(100),
+  reasons: yup
+    .array(yup.string().required().matches(CODE, '${path} must be a reason code (letters, digits, _ . : -, at most 128)'))
+    .max(64)
+    .required(),
+  normalizedSignals: mapOf(() => yup.number().required().min(0).max(1), CODE, 'is not a valid signal name (letters, digits, _ . : -, at most 128)')
+    .required()
+    .test('size', '${path} must have at most 200 signals', (v) => v === undefined || v === null || Object.keys(v).length <= 200),
+});
+
+export const validateIngestRecord = (body: unknown) => check<IngestRecord>(ingestRecordSchema as unknown as yup.Schema<IngestRecord>, body);

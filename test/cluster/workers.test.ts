@@ -1,0 +1,136 @@
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import knexFactory from 'knex';
+import { generateKey } from '../../src/auth/keys.js';
+import { REDIS_TEST_URL, REPO_ROOT } from '../helpers/tps.js';
+
+// TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does.
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function startServer(env: Record<string, string>) {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
+    env: { ...process.env, LOG_LEVEL: 'silent', HOST: '127.0.0.1', TPS_CONFIG_DIR: REPO_ROOT, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, exited, stderr: () => stderr };
+}
+
+/** One request on a connection of its own, so the cluster may hand it to any worker. */
+function post(port: number, body: unknown, key: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: '/api/evaluate', method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+async function waitHealthy(port: number, server: ReturnType<typeof startServer>): Promise<void> {
+  for (;;) {
+    if (server.proc.exitCode !== null) throw new Error(`server exited early: ${server.stderr()}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+test('several workers need REDIS_URL, and say so instead of starting', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-cluster-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const server = startServer({ TPS_WORKERS: '2', PORT: String(await freePort()), DATABASE_URL: `sqlite:${path.join(dir, 'tps.sqlite')}` });
+  t.is(await server.exited, 1);
+  t.regex(server.stderr(), /TPS_WORKERS=2 needs REDIS_URL/);
+});
+
+test('TPS_WORKERS=2 serves from two workers sharing one store and Redis, and stops gracefully', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-cluster-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'tps.sqlite');
+  const port = await freePort();
+  const secretKey = generateKey('secret');
+  const environment = `cluster-${crypto.randomBytes(4).toString('hex')}`;
+  const server = startServer({ TPS_WORKERS: '2', PORT: String(port), DATABASE_URL: `sqlite:${file}`, REDIS_URL: REDIS_TEST_URL, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: environment });
+  t.teardown(() => void (server.proc.exitCode === null && server.proc.kill('SIGKILL')));
+  await waitHealthy(port, server);
+
+  // Both workers listen (the primary forks them all before the first can answer).
+  for (let i = 0; childrenOf(server.proc.pid!).length < 2 && i < 100; i++) await new Promise((r) => setTimeout(r, 100));
+  t.is(childrenOf(server.proc.pid!).length, 2);
+
+  // A step-up and its retry on separate connections: whichever worker takes the retry finds the
+  // challenge, because challenges live in Redis.
+  const transaction = {
+    operationKey: 'bank_account.update',
+    actor: { id: 'u-cluster', authenticated: true },
+    resource: { type: 'account', id: `acct-${crypto.randomUUID()}` },
+    session: { sessionId: 's-cluster', continuityStrength: 0.9 },
+  };
+  let evaluations = 0;
+  for (let round = 0; round < 4; round++) {
+    const first = await post(port, { ...transaction, resource: { ...transaction.resource, id: `${transaction.resource.id}-${round}` } }, secretKey);
+    t.is(first.status, 200);
+    t.is(first.body.decision, 'step_up_required');
+    const retry = await post(port, { ...transaction, resource: { ...transaction.resource, id: `${transaction.resource.id}-${round}` }, challengeResult: { type: 'passkey', passed: true } }, secretKey);
+    t.is(retry.status, 200);
+    t.is(retry.body.decision, 'allow');
+    t.true(retry.body.reasons.includes('challenge_satisfied'));
+    evaluations += 2;
+  }
+  const burst = await Promise.all(Array.from({ length: 40 }, (_, i) => post(port, { operationKey: 'customer.create', actor: { id: `u${i}` }, resource: { type: 'customer', id: `c${i}` } }, secretKey)));
+  t.true(burst.every((r) => r.status === 200));
+  evaluations += burst.length;
+
+  server.proc.kill('SIGTERM');
+  t.is(await server.exited, 0);
+  t.deepEqual(childrenOf(server.proc.pid!), []);
+
+  // Every answered evaluation is in the one store, whichever worker committed it.
+  const db = knexFactory({ client: 'sqlite3', connection: { filename: file }, useNullAsDefault: true });
+  try {
+    const row = await db('events').where({ environment }).count<{ n: number }[]>({ n: '*' }).first();
+    t.is(Number(row?.n), evaluations);
+  } finally {
+    await db.destroy();
+  }
+});

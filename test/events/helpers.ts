@@ -1,0 +1,145 @@
+import crypto from 'node:crypto';
+import { createKeyPair } from '../../src/auth/keys.js';
+import type { DecisionEvent, IngestRecord } from '../../src/api/types.js';
+import { parseSse } from '../../src/events/sseParser.js';
+import type { EventRecord } from '../../src/store/eventStore.js';
+import { get, type RunningTps } from '../helpers/tps.js';
+
+export const uid = (prefix = 't'): string => `${prefix}_${crypto.randomBytes(6).toString('hex')}`;
+
+/** A fresh environment with its own key pair on the same store: tests that share a server stay apart. */
+export async function newEnvironment(tps: RunningTps): Promise<{ environment: string; secretKey: string }> {
+  const pair = await createKeyPair(tps.tps.keyStore, uid('env'));
+  return { environment: pair.environment, secretKey: pair.secretKey };
+}
+
+export function ingestRecord(overrides: Partial<IngestRecord> = {}): IngestRecord {
+  return {
+    operationKey: 'invoice.export',
+    actorId: 'user_7',
+    resourceType: 'invoice',
+    resourceId: 'inv_1',
+    telemetryId: uid('tel'),
+    requestSummary: { requestedCount: 3, changedFields: ['amount'] },
+    decision: 'deny',
+    score: 72.5,
+    reasons: ['bulk_or_export_volume', 'high_sensitivity_operation'],
+    normalizedSignals: { bulk_or_export_volume: 0.8, high_sensitivity_operation: 0.7 },
+    ...overrides,
+  };
+}
+
+const OPERATIONS = ['customer.create', 'invoice.export', 'bank_account.update', 'customer.read_pii'];
+const RESOURCE_TYPES = ['customer', 'invoice', 'account'];
+const DECISIONS = ['allow', 'allow_redacted', 'step_up_required', 'throttle', 'deny'] as const;
+const BANDS = ['low', 'medium', 'high', null] as const;
+const REASONS = ['low_risk_operation', 'weak_session_continuity', 'bulk_or_export_volume', 'privileged_write', 'high_sensitivity_operation', 'velocity_limit_exceeded'];
+export const GENERATED_SPACING_MS = 1000;
+
+/**
+ * n varied events of one environment, one every GENERATED_SPACING_MS from startMs. The moduli are
+ * coprime-ish so combinations of filters hit varied, non-empty subsets.
+ */
+export function generateEvents(environment: string, n: number, startMs: number): EventRecord[] {
+  return Array.from({ length: n }, (_, i) => {
+    const reasons = REASONS.filter((_, r) => (i + r * 3) % (r + 2) === 0);
+    return {
+      telemetryId: `gen_${environment}_${i}`,
+      environment,
+      source: i % 4 === 0 ? 'ingest' : 'evaluate',
+      createdAt: startMs + i * GENERATED_SPACING_MS,
+      operationKey: OPERATIONS[i % OPERATIONS.length]!,
+      actorId: `actor_${i % 23}`,
+      resourceType: RESOURCE_TYPES[i % RESOURCE_TYPES.length]!,
+      resourceId: `res_${i % 41}`,
+      decision: DECISIONS[i % DECISIONS.length]!,
+      score: (i * 7) % 101,
+      riskBand: BANDS[i % BANDS.length]!,
+      reasons,
+      policyId: 'standard',
+      policyVersionId: null,
+      requestSummary: { requestedCount: i % 9 },
+      explanation: { signals: [{ name: 'velocity', value: 0.5, weight: 10, contribution: 5 }], rules: [] },
+    };
+  });
+}
+
+export const query = (params: Record<string, string | number | undefined>): string => {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
+  return q.toString();
+};
+
+/** Follows nextCursor to the end; returns every page. */
+export async function walk(url: string, key: string, params: Record<string, string | number | undefined>): Promise<DecisionEvent[][]> {
+  const pages: DecisionEvent[][] = [];
+  let cursor: string | undefined;
+  do {
+    const res = await get(`${url}/api/events?${query({ ...params, cursor })}`, key);
+    if (res.status !== 200) throw new Error(`GET /api/events answered ${res.status}: ${JSON.stringify(res.body)}`);
+    pages.push(res.body.events);
+    cursor = res.body.nextCursor ?? undefined;
+  } while (cursor);
+  return pages;
+}
+
+export interface StreamClient {
+  /** Resolves with the next n events received (in order, with their SSE ids). */
+  take(n: number): Promise<{ id: string; event: DecisionEvent }[]>;
+  /** Resolves at the next comment line (heartbeat). */
+  nextComment(): Promise<string>;
+  status: number;
+  close(): void;
+}
+
+/** A GET /api/events/stream client over fetch, resuming after lastEventId when given. */
+export async function openStream(url: string, key: string, params: Record<string, string> = {}, lastEventId?: string): Promise<StreamClient> {
+  const abort = new AbortController();
+  const res = await fetch(`${url}/api/events/stream?${query(params)}`, {
+    headers: { authorization: `Bearer ${key}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    signal: abort.signal,
+  });
+  const received: { id: string; event: DecisionEvent }[] = [];
+  const comments: string[] = [];
+  let waiters: (() => void)[] = [];
+  let ended = false;
+  const notify = () => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+  if (res.ok && res.body) {
+    void (async () => {
+      try {
+        for await (const item of parseSse(res.body as unknown as AsyncIterable<Uint8Array>)) {
+          if (item.kind === 'message') received.push({ id: item.id!, event: JSON.parse(item.data) });
+          else comments.push(item.text);
+          notify();
+        }
+      } catch {
+        /* aborted */
+      }
+      ended = true;
+      notify();
+    })();
+  }
+  const until = async (ready: () => boolean) => {
+    while (!ready()) {
+      if (ended) throw new Error('the stream ended');
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  return {
+    status: res.status,
+    async take(n) {
+      await until(() => received.length >= n);
+      return received.splice(0, n);
+    },
+    async nextComment() {
+      const seen = comments.length;
+      await until(() => comments.length > seen);
+      return comments[comments.length - 1]!;
+    },
+    close: () => abort.abort(),
+  };
+}

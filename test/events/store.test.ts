@@ -1,0 +1,86 @@
+import test from 'ava';
+import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
+import { parseSse } from '../../src/events/sseParser.js';
+import { openDatabase } from '../../src/store/db.js';
+import { KnexEventStore } from '../../src/store/eventStore.js';
+import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
+import { migrationSource } from '../../src/store/migrations.js';
+import { freshDatabase, type StoreKind } from '../helpers/tps.js';
+import { generateEvents } from './helpers.js';
+
+for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
+  test(`[${store}] migration 002 indexes the reasons of events stored before it, and old rows stay readable`, async (t) => {
+    const fresh = freshDatabase(store);
+    const db = await openDatabase(fresh.url, { migrate: false });
+    try {
+      const schema = store === 'postgres' ? (db.knex.client.config.searchPath as string[])[0] : undefined;
+      if (schema) await db.knex.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
+      await db.knex.migrate.up({ migrationSource, schemaName: schema, name: '001_core' });
+      const [legacy] = generateEvents('legacy', 1, Date.now());
+      // A row as the service wrote it before 002: the explanation as JSON text.
+      await db.knex('events').insert({
+        telemetry_id: legacy!.telemetryId,
+        environment: legacy!.environment,
+        source: legacy!.source,
+        created_at: legacy!.createdAt,
+        operation_key: legacy!.operationKey,
+        actor_id: legacy!.actorId,
+        resource_type: legacy!.resourceType,
+        resource_id: legacy!.resourceId,
+        decision: legacy!.decision,
+        score: legacy!.score,
+        risk_band: legacy!.riskBand,
+        reasons: JSON.stringify(legacy!.reasons),
+        policy_id: legacy!.policyId,
+        policy_version_id: legacy!.policyVersionId,
+        request_summary: JSON.stringify(legacy!.requestSummary),
+        explanation: JSON.stringify(legacy!.explanation),
+      });
+      await db.knex.migrate.latest({ migrationSource, schemaName: schema });
+      const events = new KnexEventStore(db.knex);
+      const back = await events.get('legacy', legacy!.telemetryId);
+      t.deepEqual(back?.explanation, legacy!.explanation);
+      for (const reason of legacy!.reasons) {
+        const found = await events.page('legacy', { reason }, { order: 'desc', limit: 10 });
+        t.deepEqual(found.map((e) => e.telemetryId), [legacy!.telemetryId], reason);
+      }
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+}
+
+test('explanations are stored compressed and come back identical', (t) => {
+  const explanation = generateEvents('x', 1, 0)[0]!.explanation;
+  const rich = { ...explanation, facts: { operation: { key: 'invoice.export' }, actor: { id: 'user_1', roles: ['finance'] } }, baseScore: 12.5, thresholds: { medium: 30, high: 60 } };
+  for (const e of [explanation, rich, { signals: [], rules: [], normalizedSignals: { velocity: 0.25 } }]) {
+    const stored = encodeExplanation(e);
+    t.deepEqual(decodeExplanation(stored), e);
+    t.true(stored.length < JSON.stringify(e).length);
+  }
+  t.throws(() => decodeExplanation(Buffer.of(99, 1, 2)), { message: /unknown dictionary/ });
+});
+
+test('cursors round-trip and anything else is refused', (t) => {
+  for (const seq of [0, 1, 42, 9_007_199_254_740_991]) t.is(decodeCursor(encodeCursor(seq)), seq);
+  for (const bad of ['', 'abc', encodeCursor(5).slice(1), Buffer.from('e1.-4').toString('base64url'), Buffer.from('e1.01').toString('base64url'), 'x'.repeat(60)]) {
+    t.is(decodeCursor(bad), undefined, bad);
+  }
+});
+
+test('the SSE parser reads ids, multi-line data, comments and CRLF split across chunks', async (t) => {
+  async function* chunks() {
+    yield 'retry: 10\n: hello\r\nid: a\ndata: {"x":';
+    yield '1}\n\nid: b\ndata: line1\ndata: line2\r\n\r\n';
+    yield 'data: no id\n\n';
+  }
+  const items = [];
+  for await (const item of parseSse(chunks())) items.push(item);
+  t.deepEqual(items, [
+    { kind: 'comment', text: 'hello' },
+    { kind: 'message', id: 'a', event: undefined, data: '{"x":1}' },
+    { kind: 'message', id: 'b', event: undefined, data: 'line1\nline2' },
+    { kind: 'message', id: undefined, event: undefined, data: 'no id' },
+  ]);
+});
