@@ -26,10 +26,34 @@ const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
 const label = (n: Node) => {
-  const url = n.callFrame.url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, '~/').replace(/^.*\/dist\//, '');
+  const raw = n.callFrame.url.replace(/^file:\/\//, '');
+  const url = raw.includes('/node_modules/') ? raw.replace(/^.*\/node_modules\//, '~/') : raw.replace(/^.*\/dist\//, '');
   return `${n.callFrame.functionName || '(anonymous)'} ${url ? `${url}:${n.callFrame.lineNumber + 1}` : ''}`.trim();
 };
 
+// Areas: which package or part of TPS a function belongs to, for a summary of where time goes.
+const AREAS: [RegExp, string][] = [
+  [/~\/(json-rules-engine|clone|hash-it|eventemitter2|jsonpath-plus|lodash)/, 'json-rules-engine (with clone, hash-it, eventemitter2)'],
+  [/~\/(knex|tarn|pg|pg-protocol|pg-pool)\//, 'knex / pg driver'],
+  [/~\/sqlite3\//, 'sqlite3 driver (binding values, statements)'],
+  [/node:zlib|explanationCodec/, 'zlib (explanation compression)'],
+  [/~\/(koa|koa-compose|@koa|koa-bodyparser|co-body|raw-body|type-is|@hapi|delegates|on-finished|statuses|http-errors|accepts|content-type|negotiator|mime|vary|only|encodeurl|escape-html|cookies|keygrip|depd|iconv-lite|inflation|bytes|unpipe|media-typer|destroy|ee-first)\//, 'koa, router, bodyparser'],
+  [/~\/yup\/|src\/validate\//, 'validation (yup, fast path)'],
+  [/~\/(prom-client|tdigest|bintrees)\//, 'prom-client'],
+  [/~\/(pino|sonic-boom|thread-stream|fast-redact)\//, 'pino'],
+  [/~\/safe-stable-stringify\/|fingerprint/, 'fingerprint (stable stringify + sha256)'],
+  [/node:(_http|http|net|stream|internal\/streams|internal\/stream_base|events|buffer|internal\/http)|^(writev|writeBuffer|writeUtf8String|parserOnHeadersComplete)/, 'node http / net / streams'],
+  [/node:internal\/crypto|node:crypto|randomFillSync|^Hash |^digest |^update /, 'node crypto (keys, ids, fingerprint)'],
+  [/src\/(store|record|events)\//, 'TPS store & group commit'],
+  [/src\/(evaluate|facts|risk|policy|decide|ai|state)\//, 'TPS evaluate pipeline'],
+  [/src\/(http|auth)\//, 'TPS HTTP middleware & auth'],
+  [/\(garbage collector\)/, 'garbage collector'],
+  [/\(program\)/, '(program: native, unattributed)'],
+  [/node:internal\/modules|wrapSafe|cjs-module-lexer|internal\/bootstrap/, 'module loading (start-up)'],
+  [/runMicrotasks|processTicksAndRejections|node:internal\/process|node:internal\/timers|^(nextTick|emit|listOnTimeout|processTimers)/, 'promises / ticks / timers'],
+];
+const areaOf = (name: string) => AREAS.find(([re]) => re.test(name))?.[1] ?? 'other';
+const areas = new Map<string, number>();
 const self = new Map<string, number>();
 const inclusive = new Map<string, number>();
 let total = 0;
@@ -41,6 +65,7 @@ profile.samples.forEach((id, i) => {
   const name = label(node);
   if (name === '(idle)') idle += dt;
   self.set(name, (self.get(name) ?? 0) + dt);
+  if (name !== '(idle)' && name !== '(root)') areas.set(areaOf(name), (areas.get(areaOf(name)) ?? 0) + dt);
   const seen = new Set<string>();
   for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
     const l = label(byId.get(cur)!);
@@ -56,5 +81,7 @@ const show = (title: string, m: Map<string, number>) => {
   console.log(`\n${title} (share of ${(busy / 1000).toFixed(0)} ms busy; idle ${((idle / total) * 100).toFixed(1)}% of wall)`);
   for (const [name, us] of [...m].filter(([n]) => n !== '(idle)' && n !== '(root)').sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(us)}  ${name}`);
 };
+show('self time by area', areas);
 show('self time', self);
 show('inclusive time', inclusive);
+if (process.env.SHOW_OTHER) show('other (unclassified)', new Map([...self].filter(([n]) => areaOf(n) === 'other')));

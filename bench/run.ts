@@ -36,6 +36,8 @@ const cfg = {
   /** Long-run mode: this many more evaluations after the phases, RSS sampled every `rssEvery`. */
   total: int('BENCH_TOTAL', 0),
   rssEvery: int('BENCH_RSS_EVERY', 250_000, 1),
+  /** A fixed rate for the paced phase instead of half of the measured maximum (0: half). */
+  pacedRate: int('BENCH_PACED_RATE', 0),
   databaseUrl: process.env.BENCH_DATABASE_URL || undefined,
   // Several workers share challenges and velocity counts through Redis (src/cluster.ts).
   redisUrl: process.env.BENCH_REDIS_URL || (workers > 1 ? 'redis://127.0.0.1:6379' : undefined),
@@ -64,7 +66,7 @@ interface Row {
   cpuUs: number;
   /** Cores kept busy by processes other than the server and this driver during the phase. */
   otherCores: number;
-  /** Events per group-commit transaction during the phase (from /metrics; one worker's view). */
+  /** Events per group-commit transaction of evaluate during the phase (from /metrics; one worker only). */
   perCommit: number;
 }
 
@@ -100,7 +102,8 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
     result,
     cpuUs: result.ok ? Math.round((server / result.ok) * 1e6) : NaN,
     otherCores: round(Math.max(0, other) / result.seconds, 2),
-    perCommit: round((k1.events - k0.events) / (k1.commits - k0.commits), 1),
+    // With several workers each scrape reaches one of them: no whole figure to give.
+    perCommit: cfg.workers > 1 ? NaN : round((k1.events - k0.events) / (k1.commits - k0.commits), 1),
   };
 }
 
@@ -267,8 +270,9 @@ async function main(): Promise<void> {
       }
     }
     // (d) evaluate at half of (b)'s rate, evenly paced, for latency under normal load.
-    if (cfg.phases.has('half') && evaluate) {
-      half = await drivePaced('evaluate (50% of max, paced)', server.pid, port, secretKey, Math.max(1, Math.round(evaluate.rps / 2)));
+    if (cfg.phases.has('half') && (evaluate || cfg.pacedRate)) {
+      const rate = cfg.pacedRate || Math.max(1, Math.round(evaluate!.rps / 2));
+      half = await drivePaced(cfg.pacedRate ? 'evaluate (fixed rate, paced)' : 'evaluate (50% of max, paced)', server.pid, port, secretKey, rate);
       answered += half.ok;
     }
     // Long run: RSS after every BENCH_RSS_EVERY evaluations.

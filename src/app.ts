@@ -94,7 +94,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     }
 
     const metrics = createMetrics();
-    const events = new KnexEventStore(db.knex);
+    const events = new KnexEventStore(db.knex, { reader: db.reader });
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });
     const retention = new RetentionPruner(events, { days: settings.events.retentionDays, intervalMs: 60_000, batch: 1000, pauseMs: 50, logger });

@@ -66,7 +66,7 @@ export function readSettings(env: Env = process.env): Settings {
     keyCacheMs: int(env, 'TPS_KEY_CACHE_MS', 1000),
     workers: int(env, 'TPS_WORKERS', 1, 1),
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
-    commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 2),
+    commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
     ai: {
       url: str(env, 'TPS_AI_URL'),
       model: str(env, 'TPS_AI_MODEL'),

@@ -11,6 +11,12 @@ export type Dialect = 'sqlite' | 'postgres';
 
 export interface Database {
   knex: Knex;
+  /**
+   * For long reads (Decision Logs, stream catch-up, export). SQLite: connections of their own, so
+   * a search never queues ahead of a commit on the single writer connection (WAL lets them read
+   * while it writes). PostgreSQL: the same pool.
+   */
+  reader: Knex;
   dialect: Dialect;
   /** Where the data lives, for logs; never contains a password. */
   describe: string;
@@ -38,23 +44,39 @@ function sqlitePath(url: string | undefined): string {
   return url.startsWith('sqlite:') ? url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') : url;
 }
 
-function openSqlite(file: string): Database {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const knex = knexFactory({
+/** A knex pool over one SQLite file, each connection set up by `pragmas`. */
+function sqlitePool(file: string, min: number, max: number, pragmas: string): Knex {
+  return knexFactory({
     client: 'sqlite3',
     connection: { filename: file },
     useNullAsDefault: true,
     pool: {
-      min: 1,
-      max: 1,
-      // WAL keeps readers off the writer's back; synchronous=FULL makes each commit survive
-      // power loss, and group commit pays that fsync once per batch, not once per event.
+      min,
+      max,
       afterCreate: (conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) => {
-        conn.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;', (err) => done(err, conn));
+        conn.exec(pragmas, (err) => done(err, conn));
       },
     },
   });
-  return { knex, dialect: 'sqlite', describe: `sqlite:${file}`, close: () => knex.destroy() };
+}
+
+function openSqlite(file: string): Database {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  // One writer. WAL keeps readers off the writer's back; synchronous=FULL makes each commit survive
+  // power loss, and group commit pays that fsync once per batch, not once per event.
+  const knex = sqlitePool(file, 1, 1, 'PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;');
+  // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
+  const reader = file === ':memory:' ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
+  return {
+    knex,
+    reader,
+    dialect: 'sqlite',
+    describe: `sqlite:${file}`,
+    async close() {
+      if (reader !== knex) await reader.destroy();
+      await knex.destroy();
+    },
+  };
 }
 
 function openPostgres(url: string): Database {
@@ -68,7 +90,7 @@ function openPostgres(url: string): Database {
     pool: { min: 0, max: 10 },
   });
   const safe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
-  return { knex, dialect: 'postgres', describe: safe, close: () => knex.destroy() };
+  return { knex, reader: knex, dialect: 'postgres', describe: safe, close: () => knex.destroy() };
 }
 
 export async function migrate(db: Database): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Decision, EventSource, RiskBand } from '../api/types.js';
 import type { StoredEvent } from './eventStore.js';
-import { whereReason } from './reasonIndex.js';
+import { withReason } from './reasonIndex.js';
 
 /**
  * The Decision Logs filters (CONTRACT), already validated. The same filter runs as SQL (list,
@@ -34,17 +34,63 @@ const COLUMNS = {
 
 const EQUALITY = Object.keys(COLUMNS) as (keyof typeof COLUMNS)[];
 
-/** Adds the environment and the filter to a query over `events as e` (reason: see reasonIndex.ts). */
-export function applyFilter(q: Knex.QueryBuilder, environment: string, f: EventFilter): Knex.QueryBuilder {
+/** A query over `events as e`, and the column that orders it by seq. */
+export interface EventsQuery {
+  q: Knex.QueryBuilder;
+  seq: string;
+}
+
+/**
+ * The environment's events matching the filter, as a query and its seq column. `ordered` asks for a
+ * plan that reads them in seq order.
+ *
+ * PostgreSQL's planner chooses among the filter indexes by its statistics. SQLite has none worth the
+ * name (ANALYZE is never run on a live store, and sampled statistics cannot tell one broad column
+ * from another), so for an ordered read the store picks the index to walk itself: the filter most
+ * likely to be narrow (see DRIVERS), walked newest first, the other filters tested on its rows.
+ */
+export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean): EventsQuery {
+  const sqlite = knex.client.config.client !== 'pg';
+  const driver = sqlite && ordered ? DRIVERS.find((d) => d.applies(f)) : undefined;
+  let q: Knex.QueryBuilder;
+  let seq = 'e.seq';
+  if (driver?.column === 'reason') {
+    q = knex.select('e.*').from('event_reasons as r').crossJoin('events as e' as never, 'e.seq', 'r.seq');
+    seq = 'r.seq';
+  } else if (driver) {
+    q = knex.select('e.*').from(knex.raw('?? as e indexed by ??', ['events', `events_env_${driver.column}_seq`]));
+  } else {
+    q = knex.select('e.*').from('events as e');
+  }
+  if (f.reason !== undefined) withReason(q, environment, f.reason, driver?.column === 'reason' ? 'reasonFirst' : 'eventsFirst');
   q.where('e.environment', environment);
   for (const key of EQUALITY) if (f[key] !== undefined) q.where(`e.${COLUMNS[key]}`, f[key]);
   if (f.fromMs !== undefined) q.where('e.created_at', '>=', f.fromMs);
   if (f.toMs !== undefined) q.where('e.created_at', '<', f.toMs);
-  if (f.reason !== undefined) whereReason(q, environment, f.reason);
-  return q;
+  return { q, seq };
 }
 
-/** The in-memory twin of applyFilter, for events the live stream already holds. */
+// SQLite's walk order: identifiers first (an actor or resource has few events), then a reason, then
+// the decisions that are exceptions rather than the rule, then the broad categories.
+const RARE_DECISIONS = new Set(['deny', 'throttle', 'step_up_required']);
+const DRIVERS: { column: string; applies(f: EventFilter): boolean }[] = [
+  { column: 'actor_id', applies: (f) => f.actorId !== undefined },
+  { column: 'resource_id', applies: (f) => f.resourceId !== undefined },
+  { column: 'reason', applies: (f) => f.reason !== undefined },
+  { column: 'decision', applies: (f) => f.decision !== undefined && RARE_DECISIONS.has(f.decision) },
+  { column: 'operation_key', applies: (f) => f.operationKey !== undefined },
+  { column: 'resource_type', applies: (f) => f.resourceType !== undefined },
+  { column: 'decision', applies: (f) => f.decision !== undefined },
+  { column: 'risk_band', applies: (f) => f.riskBand !== undefined },
+  { column: 'source', applies: (f) => f.source !== undefined },
+];
+
+/** How many predicates no single index answers alone; two or more may need a second plan (eventStore). */
+export function predicateCount(f: EventFilter): number {
+  return EQUALITY.filter((key) => f[key] !== undefined).length + (f.reason !== undefined ? 1 : 0);
+}
+
+/** The in-memory twin of filteredEvents, for events the live stream already holds. */
 export function matchesFilter(f: EventFilter, e: StoredEvent): boolean {
   for (const key of EQUALITY) if (f[key] !== undefined && e[key] !== f[key]) return false;
   const at = Date.parse(e.createdAt);

@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import type { DecisionEvent } from '../api/types.js';
-import { applyFilter, type EventFilter } from './eventFilter.js';
+import { filteredEvents, predicateCount, type EventFilter } from './eventFilter.js';
 import { fromRow, toRow, type EventRow } from './eventRows.js';
 import { hash32, reasonKeys, reasonRows } from './reasonIndex.js';
+import { forgetBefore, markBatch, seqBounds } from './timeMarks.js';
 
 export { fromRow, toRow, type EventRow } from './eventRows.js';
 
@@ -46,6 +47,8 @@ export const keyOf = (environment: string, telemetryId: string): string => `${en
 
 // SQLite caps bound parameters and compound SELECT terms (500) per statement.
 const CHUNK = 500;
+// Seqs a multi-predicate page reads in order before it changes plan (see page()).
+const PROBE_WINDOW = 20_000;
 // pg_advisory_xact_lock(int, int): a class for TPS event writers, an object per schema.
 const WRITER_LOCK_CLASS = 0x545053;
 
@@ -55,7 +58,16 @@ export class KnexEventStore implements EventStore {
   private readonly postgres: boolean;
   private readonly writerLock: number;
 
-  constructor(private readonly knex: Knex) {
+  private readonly probeWindow: number;
+  /** Reads that may take a while go here (Database.reader), writes and their reads to knex. */
+  private readonly reader: Knex;
+
+  constructor(
+    private readonly knex: Knex,
+    options: { probeWindow?: number; reader?: Knex } = {},
+  ) {
+    this.probeWindow = options.probeWindow ?? PROBE_WINDOW;
+    this.reader = options.reader ?? knex;
     const config = knex.client.config as { client: string; searchPath?: string[] };
     this.postgres = config.client === 'pg';
     this.writerLock = hash32(config.searchPath?.[0] ?? 'public');
@@ -101,7 +113,7 @@ export class KnexEventStore implements EventStore {
   }
 
   async get(environment: string, telemetryId: string): Promise<StoredEvent | undefined> {
-    const row = await this.knex<EventRow>('events').where({ environment, telemetry_id: telemetryId }).first();
+    const row = await this.reader<EventRow>('events').where({ environment, telemetry_id: telemetryId }).first();
     return row ? fromRow(row) : undefined;
   }
 
@@ -112,26 +124,64 @@ export class KnexEventStore implements EventStore {
     return Number(row?.n ?? 0);
   }
 
-  /** One page of an environment's events matching the filter, in seq order. */
+  /**
+   * One page of an environment's events matching the filter, in seq order. Every filter has an
+   * index that yields its events in seq order, so a page is one ordered index range; a time range
+   * narrows it to the seqs the range can hold (timeMarks.ts).
+   *
+   * In PostgreSQL two or more predicates are different: its planner, seeing LIMIT, walks one index
+   * in order and tests the rest row by row, which is quick when matches are common and a walk
+   * through the whole history when they are rare or absent. So such a page first reads in order only
+   * the probeWindow seqs nearest its start; if that does not fill it, the rest is read by an
+   * unordered plan (bitmaps of its indexes) and sorted: cheap exactly because the matches are rare.
+   */
   async page(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
-    const q = this.knex.select('e.*').from('events as e');
-    applyFilter(q, environment, filter);
-    if (o.before !== undefined) q.where('e.seq', '<', o.before);
-    if (o.after !== undefined) q.where('e.seq', '>', o.after);
-    if (o.upTo !== undefined) q.where('e.seq', '<=', o.upTo);
-    const rows: EventRow[] = await q.orderBy('e.seq', o.order).limit(o.limit);
+    let low = o.after === undefined ? undefined : o.after + 1;
+    let high = o.before !== undefined ? o.before - 1 : o.upTo;
+    if (filter.fromMs !== undefined || filter.toMs !== undefined) {
+      const bounds = await seqBounds(this.reader, environment, filter.fromMs, filter.toMs);
+      if (bounds.empty) return [];
+      if (bounds.lo !== undefined) low = Math.max(low ?? 0, bounds.lo);
+      if (bounds.hi !== undefined) high = Math.min(high ?? Infinity, bounds.hi);
+    }
+    if (low !== undefined && high !== undefined && low > high) return [];
+    const read = (from: number | undefined, to: number | undefined, limit: number, ordered: boolean) => this.read(environment, filter, from, to, o.order, limit, ordered);
+    // SQLite walks the index it picked (filteredEvents); PostgreSQL needs no second plan for one predicate.
+    if (!this.postgres || (predicateCount(filter) < 2 && filter.reason === undefined)) return read(low, high, o.limit, true);
+
+    if (o.order === 'desc') {
+      const top = high ?? (await this.head());
+      const edge = top - this.probeWindow + 1;
+      const near = await read(Math.max(low ?? 0, edge), top, o.limit, true);
+      if (near.length === o.limit || edge <= (low ?? 0)) return near;
+      return near.concat(await read(low, edge - 1, o.limit - near.length, false));
+    }
+    const edge = (low ?? 0) + this.probeWindow - 1;
+    const near = await read(low, high === undefined ? edge : Math.min(high, edge), o.limit, true);
+    if (near.length === o.limit || (high !== undefined && edge >= high)) return near;
+    return near.concat(await read(edge + 1, high, o.limit - near.length, false));
+  }
+
+  private async read(environment: string, filter: EventFilter, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
+    const { q, seq } = filteredEvents(this.reader, environment, filter, ordered);
+    if (low !== undefined) q.where(seq, '>=', low);
+    if (high !== undefined && high !== Infinity) q.where(seq, '<=', high);
+    // `seq + 0` keeps the planner from walking an index in seq order: it must find the matches first.
+    if (ordered) q.orderBy(seq, order);
+    else q.orderByRaw(`${seq} + 0 ${order}`);
+    const rows: EventRow[] = await q.limit(limit);
     return rows.map(fromRow);
   }
 
   /** Events of every environment committed after `after`, oldest first: what the live stream polls. */
   async since(after: number, limit: number): Promise<StoredEvent[]> {
-    const rows = await this.knex<EventRow>('events').where('seq', '>', after).orderBy('seq', 'asc').limit(limit);
+    const rows = await this.reader<EventRow>('events').where('seq', '>', after).orderBy('seq', 'asc').limit(limit);
     return rows.map(fromRow);
   }
 
   /** The highest seq committed so far (0 for an empty store). */
   async head(): Promise<number> {
-    const row = await this.knex('events').max<{ m: number | string | null }[]>({ m: 'seq' }).first();
+    const row = await this.reader('events').max<{ m: number | string | null }[]>({ m: 'seq' }).first();
     return Number(row?.m ?? 0);
   }
 
@@ -139,14 +189,20 @@ export class KnexEventStore implements EventStore {
     return (await this.knex('environments').select('name')).map((r: { name: string }) => r.name);
   }
 
-  /** Deletes up to `limit` of the environment's events created before cutoffMs; returns how many. */
+  /**
+   * Deletes up to `limit` of the environment's oldest events created before cutoffMs; returns how
+   * many. Once none are left, their time marks go too.
+   */
   async prune(environment: string, cutoffMs: number, limit: number): Promise<number> {
-    return this.knex.transaction(async (trx) => {
+    const bounds = await seqBounds(this.knex, environment, undefined, cutoffMs);
+    if (bounds.empty) return 0;
+    const deleted = await this.knex.transaction(async (trx) => {
       const rows: { seq: number; reasons: string }[] = await trx('events')
         .select('seq', 'reasons')
         .where('environment', environment)
+        .where('seq', '<=', bounds.hi!)
         .where('created_at', '<', cutoffMs)
-        .orderBy('created_at', 'asc')
+        .orderBy('seq', 'asc')
         .limit(limit);
       if (rows.length === 0) return 0;
       if (!this.postgres) await this.deleteReasonRows(trx, environment, rows);
@@ -154,6 +210,8 @@ export class KnexEventStore implements EventStore {
       for (let i = 0; i < seqs.length; i += CHUNK) await trx('events').whereIn('seq', seqs.slice(i, i + CHUNK)).delete();
       return rows.length;
     });
+    if (deleted < limit) await forgetBefore(this.knex, environment, cutoffMs);
+    return deleted;
   }
 
   /** SQLite keeps reasons in event_reasons (reasonIndex.ts); they go with their events. */
@@ -186,9 +244,13 @@ export class KnexEventStore implements EventStore {
       if (ignoreConflicts) q.onConflict(['environment', 'telemetry_id']).ignore();
       inserted.push(...((await q.returning(['seq', 'environment', 'telemetry_id'])) as Inserted[]));
     }
+    const byKey = new Map(events.map((e) => [keyOf(e.environment, e.telemetryId), e]));
+    await markBatch(
+      trx,
+      inserted.map((r) => ({ environment: r.environment, seq: Number(r.seq), createdAt: byKey.get(keyOf(r.environment, r.telemetry_id))!.createdAt })),
+    );
     if (this.postgres) return inserted;
-    const reasonsOf = new Map(events.map((e) => [keyOf(e.environment, e.telemetryId), e.reasons]));
-    const rows = inserted.flatMap((r) => reasonRows(r.environment, Number(r.seq), reasonsOf.get(keyOf(r.environment, r.telemetry_id)) ?? []));
+    const rows = inserted.flatMap((r) => reasonRows(r.environment, Number(r.seq), byKey.get(keyOf(r.environment, r.telemetry_id))!.reasons));
     for (let i = 0; i < rows.length; i += CHUNK) await trx('event_reasons').insert(rows.slice(i, i + CHUNK));
     return inserted;
   }

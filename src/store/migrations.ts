@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { reasonKeys, reasonRows } from './reasonIndex.js';
+import { BUCKET_MS, runningBounds } from './timeMarks.js';
 
 // Migrations live in code, so the compiled service and the CLI carry them with no file lookup.
 interface Migration {
@@ -79,7 +80,6 @@ const migrations: Migration[] = [
       await knex.schema.alterTable('events', (t) => {
         t.binary('explanation_z');
         for (const column of sqlite ? [...SEARCH_COLUMNS, ...ENUM_COLUMNS.map(([c]) => c)] : SEARCH_COLUMNS) t.index(['environment', column, 'seq'], `events_env_${column}_seq`);
-        t.index(['environment', 'created_at'], 'events_env_created_at');
       });
       if (!sqlite) {
         // PostgreSQL splits a b-tree page in half when rows are appended in the middle of it, which
@@ -99,6 +99,18 @@ const migrations: Migration[] = [
         await knex.schema.alterTable('events', (t) => t.specificType('reason_keys', 'integer[]'));
         await knex.raw('CREATE INDEX events_reason_keys ON events USING gin (reason_keys)');
       }
+      // Time ranges as seq ranges (timeMarks.ts).
+      await knex.schema.createTable('event_time_marks', (t) => {
+        t.string('environment', 64).notNullable();
+        t.bigInteger('bucket').notNullable();
+        t.bigInteger('lo').notNullable();
+        t.bigInteger('hi').notNullable();
+        t.primary(['environment', 'bucket']);
+      });
+      const buckets: { environment: string; bucket: number | string; lo: number | string; hi: number | string }[] = await knex('events')
+        .select('environment', knex.raw(`created_at / ${BUCKET_MS} as bucket`), knex.raw('min(seq) as lo'), knex.raw('max(seq) as hi'))
+        .groupByRaw(`environment, created_at / ${BUCKET_MS}`);
+      await knex.batchInsert('event_time_marks', runningBounds(buckets), 500);
       // Index the reasons of the events stored before this migration.
       for (let after = 0; ; ) {
         const rows: { seq: number; environment: string; reasons: string }[] = await knex('events').select('seq', 'environment', 'reasons').where('seq', '>', after).orderBy('seq').limit(1000);
@@ -115,11 +127,11 @@ const migrations: Migration[] = [
     async down(knex) {
       const sqlite = knex.client.config.client === 'sqlite3';
       await knex.schema.dropTableIfExists('event_reasons');
+      await knex.schema.dropTableIfExists('event_time_marks');
       if (!sqlite) await knex.raw('DROP INDEX IF EXISTS events_reason_keys');
       if (!sqlite) for (const [column, values] of ENUM_COLUMNS) for (const value of values) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_seq_${column}_${value}`]);
       await knex.schema.alterTable('events', (t) => {
         for (const column of sqlite ? [...SEARCH_COLUMNS, ...ENUM_COLUMNS.map(([c]) => c)] : SEARCH_COLUMNS) t.dropIndex([], `events_env_${column}_seq`);
-        t.dropIndex([], 'events_env_created_at');
         t.dropColumn('explanation_z');
         if (!sqlite) t.dropColumn('reason_keys');
       });

@@ -22,17 +22,19 @@ export function reasonRows(environment: string, seq: number, reasons: readonly s
   return reasonKeys(environment, reasons).map((key) => ({ key, seq }));
 }
 
-const isPostgres = (q: Knex.QueryBuilder): boolean => q.client.config.client === 'pg';
-
 /**
- * Adds "has this reason" to a query over `events as e`. The code is checked in the stored JSON
- * text as `"code"`: codes are validated to letters, digits and _ . : - so they need no escaping.
+ * Restricts a query over `events as e` to events with this reason. The code is also checked in the
+ * stored JSON text as `"code"`: codes are validated to letters, digits and _ . : -, so they need no
+ * escaping. SQLite: joins event_reasons as `r`; `reasonFirst` makes it the outer loop (the query
+ * must then be built from it, see filteredEvents), otherwise events stay the outer loop.
  */
-export function whereReason(q: Knex.QueryBuilder, environment: string, reason: string): Knex.QueryBuilder {
+export function withReason(q: Knex.QueryBuilder, environment: string, reason: string, sqlite: 'reasonFirst' | 'eventsFirst'): Knex.QueryBuilder {
   const key = reasonKey(environment, reason);
   const quoted = JSON.stringify(reason);
-  if (isPostgres(q)) return q.whereRaw('e.reason_keys @> ARRAY[?]::integer[]', [key]).whereRaw('strpos(e.reasons, ?) > 0', [quoted]);
-  return q.join('event_reasons as r', 'r.seq', 'e.seq').where('r.key', key).whereRaw('instr(e.reasons, ?) > 0', [quoted]);
+  if (q.client.config.client === 'pg') return q.whereRaw('e.reason_keys @> ARRAY[?]::integer[]', [key]).whereRaw('strpos(e.reasons, ?) > 0', [quoted]);
+  // SQLite reads CROSS JOIN's left side as the outer loop: the join order is ours, not the planner's.
+  if (sqlite === 'eventsFirst') q.crossJoin('event_reasons as r' as never, 'r.seq', 'e.seq');
+  return q.where('r.key', key).whereRaw('instr(e.reasons, ?) > 0', [quoted]);
 }
 
 /** A stable signed 32-bit FNV-1a hash of a string. */
