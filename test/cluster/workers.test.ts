@@ -67,7 +67,9 @@ function childrenOf(pid: number): number[] {
     .filter((e) => {
       try {
         const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+        // tsx may start an esbuild service beside the workers (a cold transform cache does): not a worker.
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        return comm !== 'esbuild' && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
       } catch {
         return false;
       }
