@@ -1,26 +1,19 @@
 import type { Knex } from 'knex';
-import type { Decision, EventSource, RiskBand } from '../api/types.js';
+import type { EventFilters } from '../api/types.js';
 import type { StoredEvent } from './eventStore.js';
 import { withReason } from './reasonIndex.js';
 
 /**
- * The Decision Logs filters (CONTRACT), already validated. The same filter runs as SQL (list,
+ * The Decision Logs filters (CONTRACT's query parameters, src/api/types.ts), validated and with the
+ * time range as epoch ms. The same filter runs as SQL (list,
  * export, stream catch-up) and in memory (live stream fan-out); both live here so they cannot drift.
  */
-export interface EventFilter {
-  operationKey?: string;
-  actorId?: string;
-  resourceType?: string;
-  resourceId?: string;
-  decision?: Decision;
-  riskBand?: RiskBand;
-  source?: EventSource;
-  reason?: string;
+export type EventFilter = Omit<EventFilters, 'from' | 'to' | 'limit' | 'cursor'> & {
   /** Inclusive lower bound of createdAt, epoch ms. */
   fromMs?: number;
   /** Exclusive upper bound of createdAt, epoch ms. */
   toMs?: number;
-}
+};
 
 const COLUMNS = {
   operationKey: 'operation_key',

@@ -73,3 +73,4 @@ export async function stoppedServerUrl(start: () => Promise<{ url: string; close
   await tps.close();
   return tps.url;
 }
+

@@ -2,11 +2,10 @@
 // TPS server.
 import test from 'ava';
 import express, { type Request, type Response } from 'express';
-import type { AddressInfo } from 'node:net';
 import { createClient, type TpsClient } from '../../src/client/index.js';
 import { tpsExpress, type Continue } from '../../src/middleware/index.js';
 import { startTps } from '../helpers/tps.js';
-import { stoppedServerUrl, uid } from './fixtures.js';
+import { listen, stoppedServerUrl, uid } from './fixtures.js';
 
 let tps: Awaited<ReturnType<typeof startTps>>;
 let app: { url: string; close(): Promise<void> };
@@ -36,18 +35,10 @@ function expressApp(client: TpsClient) {
   return api;
 }
 
-async function serve(api: express.Express) {
-  const server = api.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
 
 test.before(async () => {
   tps = await startTps();
-  app = await serve(expressApp(createClient({ baseUrl: tps.url, secretKey: tps.secretKey, timeoutMs: 5_000 })));
+  app = await listen(expressApp(createClient({ baseUrl: tps.url, secretKey: tps.secretKey, timeoutMs: 5_000 })));
 });
 test.after.always(async () => {
   await app?.close();
@@ -98,7 +89,7 @@ test('throttle is 429 with retry-after', async (t) => {
 
 test('TPS down with failureMode closed: 403, handler not reached', async (t) => {
   const down = await stoppedServerUrl(() => startTps());
-  const server = await serve(expressApp(createClient({ baseUrl: down, secretKey: tps.secretKey })));
+  const server = await listen(expressApp(createClient({ baseUrl: down, secretKey: tps.secretKey })));
   t.teardown(() => server.close());
   const res = await fetch(`${server.url}/customers`, { method: 'POST' });
   t.is(res.status, 403);

@@ -3,7 +3,6 @@
 import test from 'ava';
 import Koa from 'koa';
 import Router from '@koa/router';
-import type { AddressInfo } from 'node:net';
 import { createClient, type TpsClient } from '../../src/client/index.js';
 import { tpsKoa, type Continue, type KoaDecisionOptions } from '../../src/middleware/index.js';
 import type { EvaluateRequest } from '../../src/api/types.js';
@@ -59,18 +58,10 @@ function koaApp(client: TpsClient, extra: Partial<KoaDecisionOptions> = {}) {
   return koa;
 }
 
-async function serve(koa: Koa) {
-  const server = koa.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
 
 test.before(async () => {
   tps = await startTps();
-  app = await serve(koaApp(createClient({ baseUrl: tps.url, secretKey: tps.secretKey, timeoutMs: 5_000 })));
+  app = await listen(koaApp(createClient({ baseUrl: tps.url, secretKey: tps.secretKey, timeoutMs: 5_000 })).callback());
 });
 test.after.always(async () => {
   await app?.close();
@@ -202,7 +193,7 @@ test('TPS down: closed blocks with a synthetic deny, throw answers 503, open rea
   const down = await stoppedServerUrl(() => startTps());
   const results: Record<string, { status: number; body: Record<string, any> }> = {};
   for (const mode of ['closed', 'throw', 'open'] as const) {
-    const server = await serve(koaApp(createClient({ baseUrl: down, secretKey: tps.secretKey, failureMode: mode })));
+    const server = await listen(koaApp(createClient({ baseUrl: down, secretKey: tps.secretKey, failureMode: mode })).callback());
     const res = await fetch(`${server.url}/customers`, { method: 'POST' });
     results[mode] = { status: res.status, body: await res.json() as Record<string, any> };
     await server.close();
@@ -221,7 +212,7 @@ test('an unknown decision from the server fails closed, even with failureMode op
       .end(JSON.stringify({ decision: 'allow_later', telemetryId: 'tel_future', score: 1, reasons: [] }));
   });
   t.teardown(() => newer.close());
-  const server = await serve(koaApp(createClient({ baseUrl: newer.url, secretKey: tps.secretKey, failureMode: 'open' })));
+  const server = await listen(koaApp(createClient({ baseUrl: newer.url, secretKey: tps.secretKey, failureMode: 'open' })).callback());
   t.teardown(() => server.close());
   const res = await fetch(`${server.url}/customers`, { method: 'POST' });
   t.is(res.status, 503);
