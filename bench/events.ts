@@ -40,6 +40,8 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 interface Combos {
   existing: { odr: string[]; rds: string[] };
   absent: string[];
+  /** reason+decision+source that never occur, though each decision+source does: no facet lookup rules them out. */
+  absentRds: string[];
 }
 
 async function sampleCombos(db: Awaited<ReturnType<typeof openDatabase>>): Promise<Combos> {
@@ -65,7 +67,10 @@ async function sampleCombos(db: Awaited<ReturnType<typeof openDatabase>>): Promi
       }
     }
   }
-  return { existing: { odr: [...odr], rds: [...rds] }, absent };
+  const reasons = [...new Set(rows.flatMap((r) => JSON.parse(r.reasons) as string[]))];
+  const pairs = [...new Set(rows.map((r) => `decision=${r.decision}&source=${r.source}`))];
+  const absentRds = reasons.flatMap((reason) => pairs.map((pair) => `reason=${reason}&${pair}`)).filter((q) => !rds.has(q));
+  return { existing: { odr: [...odr], rds: [...rds] }, absent, absentRds };
 }
 
 /** The searches measured: each request of a case varies its values, so no two in a row are alike. */
@@ -85,6 +90,7 @@ function searches(now: number, combos: Combos): Record<string, string[]> {
     'three filters: operationKey+decision+riskBand': many((i) => pick(combos.existing.odr, i)),
     'three filters: reason+decision+source': many((i) => pick(combos.existing.rds, i)),
     'three filters that match nothing: operationKey+decision+riskBand': many((i) => pick(combos.absent, i)),
+    'three filters that match nothing: reason+decision+source': many((i) => pick(combos.absentRds, i)),
   };
 }
 

@@ -13,6 +13,7 @@ import type { ChallengeStore, StoredChallenge } from '../state/challenges.js';
 import type { VelocityCounter } from '../state/counters.js';
 import type { AdvisoryPort } from './advisory.js';
 import { transactionFingerprint } from './fingerprint.js';
+import { newTelemetryId } from './telemetryId.js';
 
 export interface EvaluatorDeps {
   /** The configuration in force; read once per evaluation, so a reload never splits one. */
@@ -53,7 +54,7 @@ export class Evaluator {
     }
     const policy = catalog.policies.get(operation.policyId)!;
     const nowMs = this.now();
-    const telemetryId = crypto.randomUUID();
+    const telemetryId = newTelemetryId(nowMs);
 
     const facts = buildFacts(req, operation, nowMs);
     const fingerprint = transactionFingerprint(environment, req);

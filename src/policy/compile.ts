@@ -24,6 +24,12 @@ export interface CompiledRule {
   /** Built in by a policy shorthand (requireRoles, thresholds…) rather than written under rules:. */
   builtIn: boolean;
   conditions: ReturnType<typeof toTopLevel>;
+  /**
+   * A score threshold rule: its conditions say `risk.score >= scoreAtLeast`, and runPolicy checks
+   * that directly. A comparison is not rule-shaped, and the engine's per-rule cost (it deep-clones
+   * each rule's conditions on every run) was most of a run for policies with few rules.
+   */
+  scoreAtLeast?: number;
 }
 
 /** A policy as it runs: built once per configuration version, shared by every request. */
@@ -39,7 +45,8 @@ export interface CompiledPolicy {
   ai?: AiSpec;
   /** monitor: the service answers allow and records what this policy would have decided. */
   mode: Mode;
-  engine: Engine;
+  /** The engine of the rules that are not score thresholds; null when there are none. */
+  engine: Engine | null;
   /** The JSON that the version id hashes: what a reviewer reads, what policy_versions keeps. */
   compiled: Record<string, unknown>;
 }
@@ -95,9 +102,12 @@ function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, threshol
       retryAfterSeconds: Math.min(retryAfterSeconds, spec.throttle.serviceWindow.seconds),
     });
   }
-  if (thresholds.deny !== undefined) add('score-deny', 'deny', 'score_deny_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.deny));
+  if (thresholds.deny !== undefined) add('score-deny', 'deny', 'score_deny_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.deny), { scoreAtLeast: thresholds.deny });
   if (thresholds.stepUp !== undefined) {
-    add('score-step-up', 'step_up_required', 'score_step_up_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.stepUp), { challenge: stepUpChallenge });
+    add('score-step-up', 'step_up_required', 'score_step_up_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.stepUp), {
+      challenge: stepUpChallenge,
+      scoreAtLeast: thresholds.stepUp,
+    });
   }
   return rules;
 }
@@ -135,8 +145,9 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
   };
   const versionId = `pv_${crypto.createHash('sha256').update(stringify(compiled) ?? '').digest('hex').slice(0, 20)}`;
 
-  const engine = newEngine();
-  for (const rule of compiled.rules) engine.addRule(rule);
+  const engineRules = compiled.rules.filter((_, i) => rules[i]!.scoreAtLeast === undefined);
+  const engine = engineRules.length ? newEngine() : null;
+  for (const rule of engineRules) engine!.addRule(rule);
   return {
     id: spec.id,
     versionId,
@@ -154,7 +165,7 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
 }
 
 function toEngineRule(rule: CompiledRule, index: number): RuleProperties {
-  const { conditions, builtIn: _builtIn, ...outcome } = rule;
+  const { conditions, builtIn: _builtIn, scoreAtLeast: _scoreAtLeast, ...outcome } = rule;
   return { name: rule.name, conditions, event: { type: rule.decision, params: { index, ...outcome } } };
 }
 

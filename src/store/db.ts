@@ -3,6 +3,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { migrationSource } from './migrations.js';
+import { finalizeStatements } from './sqliteStatements.js';
 
 // bigint columns (seq, timestamps) fit in a double; read them as numbers, not strings.
 pg.types.setTypeParser(20, (value) => Number(value));
@@ -46,7 +47,7 @@ function sqlitePath(url: string | undefined): string {
 
 /** A knex pool over one SQLite file, each connection set up by `pragmas`. */
 function sqlitePool(file: string, min: number, max: number, pragmas: string): Knex {
-  return knexFactory({
+  const knex = knexFactory({
     client: 'sqlite3',
     connection: { filename: file },
     useNullAsDefault: true,
@@ -58,6 +59,14 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
       },
     },
   });
+  // The event writer's prepared statements (sqliteStatements.ts) must go before their connection.
+  const client = knex.client as { destroyRawConnection(conn: unknown): Promise<void> };
+  const destroy = client.destroyRawConnection.bind(client);
+  client.destroyRawConnection = async (conn) => {
+    await finalizeStatements(conn as never);
+    return destroy(conn);
+  };
+  return knex;
 }
 
 function openSqlite(file: string): Database {

@@ -35,19 +35,20 @@ export interface EventsQuery {
 
 /**
  * The environment's events matching the filter, as a query and its seq column. `ordered` asks for a
- * plan that reads them in seq order.
+ * plan that reads them in seq order. `facets`: the ids matching the filter's facet columns
+ * (facets.ts), tested in their place.
  *
- * PostgreSQL's planner chooses among the filter indexes by its statistics. SQLite has none worth the
- * name (ANALYZE is never run on a live store, and sampled statistics cannot tell one broad column
- * from another), so for an ordered read the store picks the index to walk itself: the filter most
- * likely to be narrow (see DRIVERS), walked newest first, the other filters tested on its rows.
+ * PostgreSQL's planner chooses among the indexes by its statistics. SQLite has none worth the name
+ * (ANALYZE is never run on a live store), so for an ordered read the store picks the index to walk
+ * itself: an identifier's or the reason's (see DRIVERS), walked newest first, the other filters
+ * tested on its rows. (Facet filters alone never come here: eventStore reads them by facet.)
  */
-export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean): EventsQuery {
+export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean, facets?: readonly number[]): EventsQuery {
   const sqlite = knex.client.config.client !== 'pg';
-  const driver = sqlite && ordered ? DRIVERS.find((d) => d.applies(f)) : undefined;
+  const driver = sqlite && ordered ? DRIVERS.find((d) => f[d.filter] !== undefined) : undefined;
   let q: Knex.QueryBuilder;
   let seq = 'e.seq';
-  if (driver?.column === 'reason') {
+  if (driver?.filter === 'reason') {
     q = knex.select('e.*').from('event_reasons as r').crossJoin('events as e' as never, 'e.seq', 'r.seq');
     seq = 'r.seq';
   } else if (driver) {
@@ -55,27 +56,22 @@ export function filteredEvents(knex: Knex, environment: string, f: EventFilter, 
   } else {
     q = knex.select('e.*').from('events as e');
   }
-  if (f.reason !== undefined) withReason(q, environment, f.reason, driver?.column === 'reason' ? 'reasonFirst' : 'eventsFirst');
+  if (f.reason !== undefined) withReason(q, environment, f.reason, driver?.filter === 'reason' ? 'reasonFirst' : 'eventsFirst');
   q.where('e.environment', environment);
-  for (const key of EQUALITY) if (f[key] !== undefined) q.where(`e.${COLUMNS[key]}`, f[key]);
+  for (const key of IDENTIFIERS) if (f[key] !== undefined) q.where(`e.${COLUMNS[key]}`, f[key]);
+  // Reading the reason index first, its own facet column answers without touching the events.
+  if (facets) q.whereIn(driver?.filter === 'reason' ? 'r.facet' : 'e.facet', facets);
   if (f.fromMs !== undefined) q.where('e.created_at', '>=', f.fromMs);
   if (f.toMs !== undefined) q.where('e.created_at', '<', f.toMs);
   return { q, seq };
 }
 
-// SQLite's walk order: identifiers first (an actor or resource has few events), then a reason, then
-// the decisions that are exceptions rather than the rule, then the broad categories.
-const RARE_DECISIONS = new Set(['deny', 'throttle', 'step_up_required']);
-const DRIVERS: { column: string; applies(f: EventFilter): boolean }[] = [
-  { column: 'actor_id', applies: (f) => f.actorId !== undefined },
-  { column: 'resource_id', applies: (f) => f.resourceId !== undefined },
-  { column: 'reason', applies: (f) => f.reason !== undefined },
-  { column: 'decision', applies: (f) => f.decision !== undefined && RARE_DECISIONS.has(f.decision) },
-  { column: 'operation_key', applies: (f) => f.operationKey !== undefined },
-  { column: 'resource_type', applies: (f) => f.resourceType !== undefined },
-  { column: 'decision', applies: (f) => f.decision !== undefined },
-  { column: 'risk_band', applies: (f) => f.riskBand !== undefined },
-  { column: 'source', applies: (f) => f.source !== undefined },
+// SQLite's walk order: identifiers first (an actor or resource has few events), then a reason.
+const IDENTIFIERS = ['actorId', 'resourceId'] as const;
+const DRIVERS: { filter: 'actorId' | 'resourceId' | 'reason'; column: string }[] = [
+  { filter: 'actorId', column: 'actor_id' },
+  { filter: 'resourceId', column: 'resource_id' },
+  { filter: 'reason', column: 'reason' },
 ];
 
 /** How many predicates no single index answers alone; two or more may need a second plan (eventStore). */

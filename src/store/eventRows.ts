@@ -25,9 +25,12 @@ export interface EventRow {
   explanation: string;
   /** The compressed explanation (explanationCodec.ts); null on rows written before migration 002. */
   explanation_z: Buffer | null;
+  /** The event's facet (facets.ts). */
+  facet: number | null;
 }
 
-export function toRow(e: EventRecord): Omit<EventRow, 'seq'> {
+/** The row of an event; explanationZ: its explanation already encoded (ExplanationEncoder). */
+export function toRow(e: EventRecord, explanationZ: Buffer = encodeExplanation(e.explanation)): Omit<EventRow, 'seq' | 'facet'> {
   return {
     telemetry_id: e.telemetryId,
     environment: e.environment,
@@ -46,8 +49,36 @@ export function toRow(e: EventRecord): Omit<EventRow, 'seq'> {
     monitored: e.monitored ?? false,
     request_summary: JSON.stringify(e.requestSummary),
     explanation: '',
-    explanation_z: encodeExplanation(e.explanation),
+    explanation_z: explanationZ,
   };
+}
+
+/** The columns a writer fills, in the order of rowValues. */
+export const EVENT_COLUMNS = [
+  'telemetry_id',
+  'environment',
+  'source',
+  'created_at',
+  'operation_key',
+  'actor_id',
+  'resource_type',
+  'resource_id',
+  'decision',
+  'score',
+  'risk_band',
+  'reasons',
+  'policy_id',
+  'policy_version_id',
+  'monitored',
+  'request_summary',
+  'explanation',
+  'explanation_z',
+] as const satisfies readonly (keyof Omit<EventRow, 'seq' | 'facet'>)[];
+
+/** toRow as an array in EVENT_COLUMNS order, for a prepared multi-row insert. */
+export function rowValues(e: EventRecord, explanationZ?: Buffer): unknown[] {
+  const row = toRow(e, explanationZ);
+  return EVENT_COLUMNS.map((c) => row[c]);
 }
 
 export function fromRow(r: EventRow): StoredEvent {

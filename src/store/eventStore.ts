@@ -1,8 +1,12 @@
 import type { Knex } from 'knex';
 import type { DecisionEvent } from '../api/types.js';
 import { filteredEvents, predicateCount, type EventFilter } from './eventFilter.js';
-import { fromRow, toRow, type EventRow } from './eventRows.js';
-import { hash32, reasonKeys, reasonRows } from './reasonIndex.js';
+import { fromRow, rowValues, type EventRow } from './eventRows.js';
+import { postgresEventWriter, sqliteEventWriter, type EventWriter, type EventWriteTx, type Inserted } from './eventWriteTx.js';
+import { encodeExplanation } from './explanationCodec.js';
+import type { ExplanationEncoder } from './explanationEncoder.js';
+import { FacetIds, facetOf, hasFacetFilter, matchingFacets } from './facets.js';
+import { reasonKeys, reasonRows } from './reasonIndex.js';
 import { forgetBefore, markBatch, seqBounds } from './timeMarks.js';
 
 export { fromRow, toRow, type EventRow } from './eventRows.js';
@@ -43,20 +47,27 @@ export interface PageOptions {
   upTo?: number;
 }
 
+/** What a batch wrote; `remember` keeps its facet ids once the transaction has committed. */
+interface Written {
+  inserted: Inserted[];
+  remember(): void;
+}
+
 export const keyOf = (environment: string, telemetryId: string): string => `${environment}\u0000${telemetryId}`;
 
 // SQLite caps bound parameters and compound SELECT terms (500) per statement.
 const CHUNK = 500;
+// Facet ranges per statement in readFacets: SQLite allows 500 terms in a compound SELECT.
+const ARMS = 200;
 // Seqs a multi-predicate page reads in order before it changes plan (see page()).
 const PROBE_WINDOW = 20_000;
-// pg_advisory_xact_lock(int, int): a class for TPS event writers, an object per schema.
-const WRITER_LOCK_CLASS = 0x545053;
-
-type Inserted = { seq: number; environment: string; telemetry_id: string };
 
 export class KnexEventStore implements EventStore {
   private readonly postgres: boolean;
-  private readonly writerLock: number;
+  private readonly writer: EventWriter;
+  private readonly facetIds = new FacetIds();
+  /** Deflates explanations off the main thread; without one, they are deflated in line. */
+  private readonly encoder?: ExplanationEncoder;
 
   private readonly probeWindow: number;
   /** Reads that may take a while go here (Database.reader), writes and their reads to knex. */
@@ -64,22 +75,21 @@ export class KnexEventStore implements EventStore {
 
   constructor(
     private readonly knex: Knex,
-    options: { probeWindow?: number; reader?: Knex } = {},
+    options: { probeWindow?: number; reader?: Knex; encoder?: ExplanationEncoder } = {},
   ) {
+    this.encoder = options.encoder;
     this.probeWindow = options.probeWindow ?? PROBE_WINDOW;
     this.reader = options.reader ?? knex;
-    const config = knex.client.config as { client: string; searchPath?: string[] };
-    this.postgres = config.client === 'pg';
-    this.writerLock = hash32(config.searchPath?.[0] ?? 'public');
+    this.postgres = knex.client.config.client === 'pg';
+    this.writer = this.postgres ? postgresEventWriter(knex) : sqliteEventWriter(knex);
   }
 
   /** Stores a batch in one transaction; a clash with a stored telemetryId fails the whole batch. */
   async insertBatch(events: readonly EventRecord[]): Promise<void> {
     if (events.length === 0) return;
-    await this.knex.transaction(async (trx) => {
-      await this.lockWriters(trx);
-      await this.writeRows(trx, events, false);
-    });
+    const explanations = await this.encode(events);
+    const written = await this.writer((tx) => this.writeRows(tx, events, explanations, false));
+    written.remember();
   }
 
   /**
@@ -95,21 +105,21 @@ export class KnexEventStore implements EventStore {
       if (!first.has(key)) first.set(key, i);
     });
     const candidates = [...first.values()].map((i) => events[i]!);
-    return this.knex.transaction(async (trx) => {
-      await this.lockWriters(trx);
-      const stored = new Set((await this.writeRows(trx, candidates, true)).map((r) => keyOf(r.environment, r.telemetry_id)));
+    const explanations = await this.encode(candidates);
+    const result = await this.writer(async (tx) => {
+      const written = await this.writeRows(tx, candidates, explanations, true);
+      const stored = new Set(written.inserted.map((r) => keyOf(r.environment, r.telemetry_id)));
       const inserted = events.map((e, i) => {
         const key = keyOf(e.environment, e.telemetryId);
         return first.get(key) === i && stored.has(key);
       });
-      const taken = events.filter((_, i) => !inserted[i]).map((e) => [e.environment, e.telemetryId]);
+      const taken = events.filter((_, i) => !inserted[i]).map((e) => [e.environment, e.telemetryId] as const);
       const existing = new Map<string, StoredEvent>();
-      for (let i = 0; i < taken.length; i += CHUNK) {
-        const rows = await trx<EventRow>('events').whereIn(['environment', 'telemetry_id'], taken.slice(i, i + CHUNK));
-        for (const row of rows) existing.set(keyOf(row.environment, row.telemetry_id), fromRow(row));
-      }
-      return { inserted, existing };
+      for (const row of await tx.eventsByKey(taken)) existing.set(keyOf(row.environment, row.telemetry_id), fromRow(row));
+      return { written, inserted, existing };
     });
+    result.written.remember();
+    return { inserted: result.inserted, existing: result.existing };
   }
 
   async get(environment: string, telemetryId: string): Promise<StoredEvent | undefined> {
@@ -138,6 +148,14 @@ export class KnexEventStore implements EventStore {
   async page(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
     let low = o.after === undefined ? undefined : o.after + 1;
     let high = o.before !== undefined ? o.before - 1 : o.upTo;
+    let facets: number[] | undefined;
+    if (hasFacetFilter(filter)) {
+      // The head before the facets: an event committed after the lookup may be of a facet it missed,
+      // so the page stops below it.
+      high = Math.min(high ?? Infinity, await this.head());
+      facets = await matchingFacets(this.reader, environment, filter);
+      if (facets.length === 0) return [];
+    }
     if (filter.fromMs !== undefined || filter.toMs !== undefined) {
       const bounds = await seqBounds(this.reader, environment, filter.fromMs, filter.toMs);
       if (bounds.empty) return [];
@@ -145,7 +163,10 @@ export class KnexEventStore implements EventStore {
       if (bounds.hi !== undefined) high = Math.min(high ?? Infinity, bounds.hi);
     }
     if (low !== undefined && high !== undefined && low > high) return [];
-    const read = (from: number | undefined, to: number | undefined, limit: number, ordered: boolean) => this.read(environment, filter, from, to, o.order, limit, ordered);
+    if (facets && filter.actorId === undefined && filter.resourceId === undefined && filter.reason === undefined) {
+      return this.readFacets(environment, filter, facets, low, high, o.order, o.limit);
+    }
+    const read = (from: number | undefined, to: number | undefined, limit: number, ordered: boolean) => this.read(environment, filter, facets, from, to, o.order, limit, ordered);
     // SQLite walks the index it picked (filteredEvents); PostgreSQL needs no second plan for one predicate.
     if (!this.postgres || (predicateCount(filter) < 2 && filter.reason === undefined)) return read(low, high, o.limit, true);
 
@@ -162,14 +183,46 @@ export class KnexEventStore implements EventStore {
     return near.concat(await read(edge + 1, high, o.limit - near.length, false));
   }
 
-  private async read(environment: string, filter: EventFilter, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
-    const { q, seq } = filteredEvents(this.reader, environment, filter, ordered);
+  private async read(environment: string, filter: EventFilter, facets: number[] | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
+    const { q, seq } = filteredEvents(this.reader, environment, filter, ordered, facets);
     if (low !== undefined) q.where(seq, '>=', low);
     if (high !== undefined && high !== Infinity) q.where(seq, '<=', high);
     // `seq + 0` keeps the planner from walking an index in seq order: it must find the matches first.
     if (ordered) q.orderBy(seq, order);
     else q.orderByRaw(`${seq} + 0 ${order}`);
     const rows: EventRow[] = await q.limit(limit);
+    return rows.map(fromRow);
+  }
+
+  /**
+   * A page of facet filters alone: each facet's (facet, seq) range yields its first `limit` seqs in
+   * order, the ranges are merged, and only the page's rows are fetched. The cost is the number of
+   * matching facets times the page size, whatever the store holds.
+   */
+  private async readFacets(environment: string, f: EventFilter, facets: number[], low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+    const direction = order === 'asc' ? 'ASC' : 'DESC';
+    const range: string[] = [];
+    const bindings: number[] = [];
+    const bound = (sql: string, value: number | undefined) => {
+      if (value === undefined || value === Infinity) return;
+      range.push(sql);
+      bindings.push(value);
+    };
+    bound('seq >= ?', low);
+    bound('seq <= ?', high);
+    bound('created_at >= ?', f.fromMs);
+    bound('created_at < ?', f.toMs);
+    const arm = (i: number) => `SELECT seq FROM (SELECT seq FROM events WHERE ${['facet = ?', ...range].join(' AND ')} ORDER BY seq ${direction} LIMIT ?) AS a${i}`;
+    let seqs: number[] = [];
+    for (let i = 0; i < facets.length; i += ARMS) {
+      const chunk = facets.slice(i, i + ARMS);
+      const sql = `${chunk.map((_, j) => arm(j)).join(' UNION ALL ')} ORDER BY seq ${direction} LIMIT ?`;
+      const result = await this.reader.raw(sql, [...chunk.flatMap((facet) => [facet, ...bindings, limit]), limit]);
+      seqs = seqs.concat((this.postgres ? result.rows : result).map((r: { seq: number | string }) => Number(r.seq)));
+    }
+    seqs = seqs.sort((a, b) => (order === 'asc' ? a - b : b - a)).slice(0, limit);
+    if (seqs.length === 0) return [];
+    const rows: EventRow[] = await this.reader<EventRow>('events').where('environment', environment).whereIn('seq', seqs).orderBy('seq', order);
     return rows.map(fromRow);
   }
 
@@ -225,33 +278,37 @@ export class KnexEventStore implements EventStore {
     }
   }
 
-  /**
-   * PostgreSQL hands out seq before commit, so two writers could commit out of seq order and a
-   * stream reader that already passed seq N would never see N-1. Event writers therefore take one
-   * transaction-scoped lock: seq order is commit order. (SQLite has a single writer anyway.) Group
-   * commit makes this one lock per batch, not per event.
-   */
-  private async lockWriters(trx: Knex.Transaction): Promise<void> {
-    if (this.postgres) await trx.raw('select pg_advisory_xact_lock(?, ?)', [WRITER_LOCK_CLASS, this.writerLock]);
+  /** Inserts events with their reason keys (reasonIndex.ts); returns the rows actually inserted. */
+  /** Before the transaction opens, so it is never held open while explanations are deflated. */
+  private encode(events: readonly EventRecord[]): Promise<Buffer[]> {
+    if (this.encoder) return this.encoder.encode(events.map((e) => e.explanation));
+    return Promise.resolve(events.map((e) => encodeExplanation(e.explanation)));
   }
 
-  /** Inserts events with their reason keys (reasonIndex.ts); returns the rows actually inserted. */
-  private async writeRows(trx: Knex.Transaction, events: readonly EventRecord[], ignoreConflicts: boolean): Promise<Inserted[]> {
-    const inserted: Inserted[] = [];
-    const row = this.postgres ? (e: EventRecord) => ({ ...toRow(e), reason_keys: reasonKeys(e.environment, e.reasons) }) : toRow;
-    for (let i = 0; i < events.length; i += CHUNK) {
-      const q = trx('events').insert(events.slice(i, i + CHUNK).map(row));
-      if (ignoreConflicts) q.onConflict(['environment', 'telemetry_id']).ignore();
-      inserted.push(...((await q.returning(['seq', 'environment', 'telemetry_id'])) as Inserted[]));
-    }
-    const byKey = new Map(events.map((e) => [keyOf(e.environment, e.telemetryId), e]));
+  private async writeRows(tx: EventWriteTx, events: readonly EventRecord[], explanations: readonly Buffer[], ignoreConflicts: boolean): Promise<Written> {
+    const facets = events.map(facetOf);
+    const known = this.facetIds.known(facets);
+    const missing = facets.filter((_, i) => known[i] === undefined);
+    const found = missing.length ? await tx.facetIds(missing) : [];
+    let next = 0;
+    const ids = known.map((id) => id ?? found[next++]!);
+    const values = this.postgres
+      ? (e: EventRecord, i: number) => [...rowValues(e, explanations[i]), ids[i], reasonKeys(e.environment, e.reasons)]
+      : (e: EventRecord, i: number) => [...rowValues(e, explanations[i]), ids[i]];
+    const inserted = await tx.insertEvents(events.map(values), ignoreConflicts);
+    const byKey = new Map(events.map((e, i) => [keyOf(e.environment, e.telemetryId), { e, facet: ids[i]! }]));
     await markBatch(
-      trx,
-      inserted.map((r) => ({ environment: r.environment, seq: Number(r.seq), createdAt: byKey.get(keyOf(r.environment, r.telemetry_id))!.createdAt })),
+      tx,
+      inserted.map((r) => ({ environment: r.environment, seq: Number(r.seq), createdAt: byKey.get(keyOf(r.environment, r.telemetry_id))!.e.createdAt })),
     );
-    if (this.postgres) return inserted;
-    const rows = inserted.flatMap((r) => reasonRows(r.environment, Number(r.seq), byKey.get(keyOf(r.environment, r.telemetry_id))!.reasons));
-    for (let i = 0; i < rows.length; i += CHUNK) await trx('event_reasons').insert(rows.slice(i, i + CHUNK));
-    return inserted;
+    if (!this.postgres) {
+      await tx.insertReasonRows(
+        inserted.flatMap((r) => {
+          const { e, facet } = byKey.get(keyOf(r.environment, r.telemetry_id))!;
+          return reasonRows(r.environment, Number(r.seq), e.reasons).map((row) => ({ ...row, facet }));
+        }),
+      );
+    }
+    return { inserted, remember: () => this.facetIds.remember(facets, ids) };
   }
 }

@@ -9,6 +9,9 @@ import { EXPLANATION_DICTIONARY_V1 } from './explanationDictionary.js';
 const V1 = 1;
 const DICTIONARIES: Record<number, Buffer> = { [V1]: Buffer.from(EXPLANATION_DICTIONARY_V1) };
 
+/** What encodeExplanation writes with, so explanationEncoder.ts's worker writes the same bytes. */
+export const CURRENT_EXPLANATION_FORMAT: { readonly version: number; readonly dictionary: Buffer } = { version: V1, dictionary: DICTIONARIES[V1]! };
+
 export function encodeExplanation(explanation: Explanation): Buffer {
   const body = zlib.deflateRawSync(JSON.stringify(explanation), { dictionary: DICTIONARIES[V1] });
   return Buffer.concat([Buffer.of(V1), body]);

@@ -18,6 +18,9 @@ const ENUM_COLUMNS: [string, readonly string[]][] = [
   ['source', ['evaluate', 'ingest']],
 ];
 
+// Migration 004's facet columns, in the order of the facets table.
+const FACET_COLUMNS = ['environment', 'operation_key', 'resource_type', 'decision', 'risk_band', 'source'];
+
 const migrations: Migration[] = [
   {
     name: '001_core',
@@ -159,6 +162,58 @@ const migrations: Migration[] = [
     },
     async down(knex) {
       await knex.schema.dropTableIfExists('operations');
+    },
+  },
+  {
+    // Facets (facets.ts): the filters with few values (operation, resource type, decision, risk
+    // band, source) as one id per combination, with one (facet, seq) index in place of an index
+    // per column. Any combination of them becomes a list of facet ids, read newest first.
+    name: '004_event_facets',
+    async up(knex) {
+      const sqlite = knex.client.config.client === 'sqlite3';
+      await knex.schema.createTable('event_facets', (t) => {
+        t.increments('id').primary();
+        t.string('environment', 64).notNullable();
+        t.string('operation_key', 128).notNullable();
+        t.string('resource_type', 128).notNullable();
+        t.string('decision', 32).notNullable();
+        // '' for no band: a NULL would make every such combination unique.
+        t.string('risk_band', 16).notNullable();
+        t.string('source', 16).notNullable();
+        t.unique(['environment', 'operation_key', 'resource_type', 'decision', 'risk_band', 'source']);
+      });
+      await knex.raw(`INSERT INTO event_facets (${FACET_COLUMNS.join(', ')}) SELECT DISTINCT ${FACET_COLUMNS.map((c) => (c === 'risk_band' ? "coalesce(risk_band, '')" : c)).join(', ')} FROM events`);
+      await knex.schema.alterTable('events', (t) => t.integer('facet'));
+      const same = FACET_COLUMNS.map((c) => (c === 'risk_band' ? "f.risk_band = coalesce(events.risk_band, '')" : `f.${c} = events.${c}`)).join(' AND ');
+      if (sqlite) await knex.raw(`UPDATE events SET facet = (SELECT f.id FROM event_facets f WHERE ${same})`);
+      else await knex.raw(`UPDATE events SET facet = f.id FROM event_facets f WHERE ${same}`);
+      await knex.schema.alterTable('events', (t) => t.index(['facet', 'seq'], 'events_facet_seq'));
+      if (sqlite) {
+        // The reason index carries the facet, so reason + facet filters are read from it alone.
+        await knex.raw('ALTER TABLE event_reasons ADD COLUMN facet integer');
+        await knex.raw('UPDATE event_reasons SET facet = (SELECT e.facet FROM events e WHERE e.seq = event_reasons.seq)');
+        for (const column of FACET_COLUMNS.slice(1)) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_${column}_seq`]);
+      } else {
+        for (const column of ['operation_key', 'resource_type']) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_${column}_seq`]);
+        for (const [column, values] of ENUM_COLUMNS) for (const value of values) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_seq_${column}_${value}`]);
+      }
+    },
+    async down(knex) {
+      const sqlite = knex.client.config.client === 'sqlite3';
+      await knex.schema.alterTable('events', (t) => {
+        for (const column of sqlite ? FACET_COLUMNS.slice(1) : ['operation_key', 'resource_type']) t.index(['environment', column, 'seq'], `events_env_${column}_seq`);
+      });
+      if (!sqlite) {
+        for (const [column, values] of ENUM_COLUMNS) {
+          for (const value of values) await knex.raw(`CREATE INDEX ?? ON events (environment, seq) WHERE ?? = '${value}'`, [`events_env_seq_${column}_${value}`, column]);
+        }
+      }
+      if (sqlite) await knex.raw('ALTER TABLE event_reasons DROP COLUMN facet');
+      await knex.schema.alterTable('events', (t) => {
+        t.dropIndex([], 'events_facet_seq');
+        t.dropColumn('facet');
+      });
+      await knex.schema.dropTableIfExists('event_facets');
     },
   },
 ];

@@ -21,11 +21,17 @@ export const BUCKET_MS = 60_000;
 
 const bucketOf = (ms: number): number => Math.floor(ms / BUCKET_MS);
 
+/** Where a writer reads and keeps marks, inside its transaction (eventWriteTx.ts). */
+export interface MarkIO {
+  marksFrom(environment: string, bucket: number): Promise<Mark[]>;
+  saveMarks(marks: readonly (Mark & { environment: string })[]): Promise<void>;
+}
+
 /**
  * Records a batch's (environment, createdAt, seq); call inside the writing transaction, after the
  * insert. Live traffic touches one bucket, so this is one small read and one upsert per batch.
  */
-export async function markBatch(trx: Knex.Transaction, rows: readonly { environment: string; createdAt: number; seq: number }[]): Promise<void> {
+export async function markBatch(io: MarkIO, rows: readonly { environment: string; createdAt: number; seq: number }[]): Promise<void> {
   const byEnvironment = new Map<string, Map<number, Mark>>();
   for (const r of rows) {
     const buckets = byEnvironment.get(r.environment) ?? byEnvironment.set(r.environment, new Map()).get(r.environment)!;
@@ -37,27 +43,28 @@ export async function markBatch(trx: Knex.Transaction, rows: readonly { environm
     } else buckets.set(bucket, { bucket, lo: r.seq, hi: r.seq });
   }
   for (const [environment, batch] of byEnvironment) {
-    const first = Math.min(...batch.keys());
+    let first = Infinity;
+    for (const bucket of batch.keys()) first = Math.min(first, bucket);
     // Buckets before `first` keep their marks: the batch's seqs are higher than any stored one, so
     // they change neither an earlier running maximum's reach nor an earlier running minimum.
-    const stored: Mark[] = (await trx('event_time_marks').select('bucket', 'lo', 'hi').where('environment', environment).where('bucket', '>=', first)).map(
-      (m: { bucket: number | string; lo: number | string; hi: number | string }) => ({ bucket: Number(m.bucket), lo: Number(m.lo), hi: Number(m.hi) }),
-    );
-    const merged = new Map<number, Mark>(stored.map((m) => [m.bucket, { ...m }]));
-    for (const m of batch.values()) {
-      const had = merged.get(m.bucket);
-      merged.set(m.bucket, had ? { bucket: m.bucket, lo: Math.min(had.lo, m.lo), hi: Math.max(had.hi, m.hi) } : { ...m });
-    }
-    const marks = runningMarks([...merged.values()]);
-    const before = new Map(stored.map((m) => [m.bucket, m]));
-    const changed = marks.filter((m) => before.get(m.bucket)?.lo !== m.lo || before.get(m.bucket)?.hi !== m.hi).map((m) => ({ environment, ...m }));
-    for (let i = 0; i < changed.length; i += 500) {
-      await trx('event_time_marks').insert(changed.slice(i, i + 500)).onConflict(['environment', 'bucket']).merge(['lo', 'hi']);
-    }
+    const stored = await io.marksFrom(environment, first);
+    const changed = changedMarks(stored, batch.values()).map((m) => ({ environment, ...m }));
+    if (changed.length) await io.saveMarks(changed);
   }
 }
 
-interface Mark {
+/** The marks that differ once a batch's per-bucket seqs are merged into the stored ones. */
+function changedMarks(stored: readonly Mark[], batch: Iterable<Mark>): Mark[] {
+  const merged = new Map<number, Mark>(stored.map((m) => [m.bucket, { ...m }]));
+  for (const m of batch) {
+    const had = merged.get(m.bucket);
+    merged.set(m.bucket, had ? { bucket: m.bucket, lo: Math.min(had.lo, m.lo), hi: Math.max(had.hi, m.hi) } : { ...m });
+  }
+  const before = new Map(stored.map((m) => [m.bucket, m]));
+  return runningMarks([...merged.values()]).filter((m) => before.get(m.bucket)?.lo !== m.lo || before.get(m.bucket)?.hi !== m.hi);
+}
+
+export interface Mark {
   bucket: number;
   lo: number;
   hi: number;

@@ -4,6 +4,8 @@ import { parseSse } from '../../src/events/sseParser.js';
 import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
+import { toRow } from '../../src/store/eventRows.js';
+import { reasonKeys, reasonRows } from '../../src/store/reasonIndex.js';
 import { migrationSource } from '../../src/store/migrations.js';
 import { freshDatabase, type StoreKind } from '../helpers/tps.js';
 import { generateEvents } from './helpers.js';
@@ -44,6 +46,86 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
         const found = await events.page('legacy', { reason }, { order: 'desc', limit: 10 });
         t.deepEqual(found.map((e) => e.telemetryId), [legacy!.telemetryId], reason);
       }
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+}
+
+for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
+  test(`[${store}] migration 004 gives events stored before it their facets, and every filter still finds them`, async (t) => {
+    const fresh = freshDatabase(store);
+    const db = await openDatabase(fresh.url, { migrate: false });
+    try {
+      const schema = store === 'postgres' ? (db.knex.client.config.searchPath as string[])[0] : undefined;
+      if (schema) await db.knex.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
+      for (const name of ['001_core', '002_event_search', '003_operations']) await db.knex.migrate.up({ migrationSource, schemaName: schema, name });
+      const legacy = generateEvents('legacy', 40, Date.now() - 60_000);
+      // Rows as the service wrote them before 004: no facet.
+      for (const e of legacy) {
+        const [row] = await db.knex('events')
+          .insert({ ...toRow(e), ...(store === 'postgres' ? { reason_keys: reasonKeys(e.environment, e.reasons) } : {}) })
+          .returning('seq');
+        const seq = Number((row as { seq: number }).seq);
+        if (store === 'sqlite') for (const r of reasonRows(e.environment, seq, e.reasons)) await db.knex('event_reasons').insert(r);
+      }
+      await db.knex.migrate.latest({ migrationSource, schemaName: schema });
+      const events = new KnexEventStore(db.knex);
+      // And one written after it, by the service.
+      const [later] = generateEvents('legacy', 41, Date.now()).slice(40);
+      await events.insertBatch([later!]);
+      const all = [...legacy, later!];
+      const filters = [
+        { decision: 'deny' as const },
+        { operationKey: 'invoice.export', riskBand: 'medium' as const },
+        { source: 'ingest' as const, resourceType: 'customer' },
+        { reason: 'bulk_or_export_volume', decision: 'allow' as const },
+        { actorId: 'actor_3', source: 'evaluate' as const },
+      ];
+      for (const filter of filters) {
+        const expected = all
+          .filter((e) => Object.entries(filter).every(([k, v]) => (k === 'reason' ? e.reasons.includes(v) : e[k as keyof typeof e] === v)))
+          .map((e) => e.telemetryId)
+          .reverse();
+        const found = await events.page('legacy', filter, { order: 'desc', limit: 100 });
+        t.true(expected.length > 0, JSON.stringify(filter));
+        t.deepEqual(found.map((e) => e.telemetryId), expected, JSON.stringify(filter));
+      }
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+
+  test(`[${store}] facet filters merge many facets in seq order; a combination that never occurred finds nothing`, async (t) => {
+    const fresh = freshDatabase(store);
+    const db = await openDatabase(fresh.url);
+    try {
+      const events = new KnexEventStore(db.knex);
+      // 260 operations × 2 decisions: more facets than one statement reads (ARMS = 200).
+      const stored = generateEvents('facets', 1040, Date.now() - 3_600_000).map((e, i) => ({ ...e, operationKey: `op.${i % 260}`, decision: i % 2 ? ('deny' as const) : ('allow' as const) }));
+      for (let i = 0; i < stored.length; i += 100) await events.insertBatch(stored.slice(i, i + 100));
+      const denied = stored.filter((e) => e.decision === 'deny').map((e) => e.telemetryId);
+      const newest = await events.page('facets', { decision: 'deny' }, { order: 'desc', limit: 30 });
+      t.deepEqual(newest.map((e) => e.telemetryId), denied.slice(-30).reverse());
+      const oldest = await events.page('facets', { decision: 'deny' }, { order: 'asc', limit: 30 });
+      t.deepEqual(oldest.map((e) => e.telemetryId), denied.slice(0, 30));
+      const next = await events.page('facets', { decision: 'deny' }, { order: 'asc', after: oldest.at(-1)!.seq, limit: 30 });
+      t.deepEqual(next.map((e) => e.telemetryId), denied.slice(30, 60));
+      const window = await events.page('facets', { decision: 'deny', source: 'evaluate' }, { order: 'desc', before: newest[10]!.seq, limit: 5 });
+      t.deepEqual(
+        window.map((e) => e.telemetryId),
+        stored
+          .filter((e) => e.decision === 'deny' && e.source === 'evaluate')
+          .map((e) => e.telemetryId)
+          .filter((id) => denied.indexOf(id) < denied.indexOf(newest[10]!.telemetryId))
+          .slice(-5)
+          .reverse(),
+      );
+      t.deepEqual(await events.page('facets', { operationKey: 'op.1', decision: 'allow' }, { order: 'desc', limit: 50 }), []);
+      t.deepEqual(await events.page('facets', { operationKey: 'op.1', decision: 'throttle', riskBand: 'low' }, { order: 'asc', limit: 50 }), []);
+      t.deepEqual(await events.page('other', { decision: 'deny' }, { order: 'desc', limit: 50 }), []);
     } finally {
       await db.close();
       await fresh.drop();
