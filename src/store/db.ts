@@ -71,18 +71,48 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
 
 function openSqlite(file: string): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const memory = file === ':memory:';
   // One writer. WAL keeps readers off the writer's back; synchronous=FULL makes each commit survive
-  // power loss, and group commit pays that fsync once per batch, not once per event.
-  const knex = sqlitePool(file, 1, 1, 'PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;');
+  // power loss, and group commit pays that fsync once per batch, not once per event. The writer
+  // never checkpoints (see below).
+  const knex = sqlitePool(file, 1, 1, `PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
-  const reader = file === ':memory:' ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
+  const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
+  const checkpoints = memory ? undefined : checkpointer(file);
   return {
     knex,
     reader,
     dialect: 'sqlite',
     describe: `sqlite:${file}`,
     async close() {
+      await checkpoints?.stop();
       if (reader !== knex) await reader.destroy();
+      await knex.destroy();
+    },
+  };
+}
+
+// How often the WAL is copied back into the database file.
+const CHECKPOINT_MS = 200;
+
+/**
+ * Checkpoints on a connection of their own. Left to the writer, every ~1000 pages of WAL one commit
+ * would also copy them back into the database and fsync it: tens of milliseconds during which no
+ * evaluation is answered. PASSIVE never waits for the writer or for readers, and runs on another
+ * thread of the pool; the writer restarts the WAL once a checkpoint has caught up.
+ */
+function checkpointer(file: string): { stop(): Promise<void> } {
+  const knex = sqlitePool(file, 0, 1, 'PRAGMA busy_timeout=5000;');
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    // A checkpoint that fails (the database busy or gone) is simply tried again at the next tick.
+    running = running.then(() => knex.raw('PRAGMA wal_checkpoint(PASSIVE)').catch(() => undefined));
+  }, CHECKPOINT_MS);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
       await knex.destroy();
     },
   };
