@@ -53,7 +53,7 @@ export async function eventTemplates(configDir: string, environment: string): Pr
  * reason table are exactly what the service maintains. Returns events per second.
  */
 export async function fillEvents(db: Database, templates: EventRecord[], n: number, options: { days?: number; batch?: number; progress?: (done: number) => void } = {}): Promise<number> {
-  const store = new KnexEventStore(db.knex);
+  const store = new KnexEventStore(db);
   const batch = options.batch ?? 5000;
   const span = (options.days ?? 30) * DAY_MS;
   const start = Date.now() - span;

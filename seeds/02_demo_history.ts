@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import { readSettings } from '../src/config/env.js';
 import { loadCatalog } from '../src/policy/catalog.js';
 import { DEMO_PREFIX, generateDemoHistory } from '../src/seed/demo.js';
+import { databaseOf } from '../src/store/db.js';
 import { KnexEventStore } from '../src/store/eventStore.js';
 
 export interface DemoSeedOptions {
@@ -22,7 +23,7 @@ export async function run(knex: Knex, options: DemoSeedOptions = {}) {
   const count = options.count ?? Number(process.env.TPS_SEED_EVENTS ?? 3000);
   if (!Number.isInteger(count) || count < 1) throw new Error(`TPS_SEED_EVENTS must be a positive integer, got "${process.env.TPS_SEED_EVENTS}"`);
   const catalog = loadCatalog(options.configDir ?? settings.configDir);
-  const store = new KnexEventStore(knex);
+  const store = new KnexEventStore(databaseOf(knex));
   await knex('environments').insert({ name: environment, created_at: Date.now() }).onConflict('name').ignore();
 
   const taken = new Set<string>(

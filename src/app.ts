@@ -97,7 +97,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     const metrics = createMetrics();
     const encoder = new ExplanationEncoder();
     closers.push(() => encoder.close());
-    const events = new KnexEventStore(db.knex, { reader: db.reader, encoder });
+    const events = new KnexEventStore(db, { encoder });
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });
     const retention = new RetentionPruner(events, { days: settings.events.retentionDays, intervalMs: 60_000, batch: 1000, pauseMs: 50, logger });

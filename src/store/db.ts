@@ -70,11 +70,11 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
 }
 
 function openSqlite(file: string): Database {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const memory = file === ':memory:';
+  if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // One writer. WAL keeps readers off the writer's back; synchronous=FULL makes each commit survive
   // power loss, and group commit pays that fsync once per batch, not once per event. The writer
-  // never checkpoints (see below).
+  // never checkpoints (see checkpointer).
   const knex = sqlitePool(file, 1, 1, `PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
@@ -116,6 +116,12 @@ function checkpointer(file: string): { stop(): Promise<void> } {
       await knex.destroy();
     },
   };
+}
+
+/** A Database over a knex instance that someone else owns and closes (knex seeds are handed only knex). */
+export function databaseOf(knex: Knex): Database {
+  const sqlite = knex.client.config.client !== 'pg';
+  return { knex, reader: knex, dialect: sqlite ? 'sqlite' : 'postgres', describe: sqlite ? 'sqlite' : 'postgres', close: async () => undefined };
 }
 
 function openPostgres(url: string): Database {

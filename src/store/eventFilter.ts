@@ -38,40 +38,29 @@ export interface EventsQuery {
  * plan that reads them in seq order. `facets`: the ids matching the filter's facet columns
  * (facets.ts), tested in their place.
  *
- * PostgreSQL's planner chooses among the indexes by its statistics. SQLite has none worth the name
- * (ANALYZE is never run on a live store), so for an ordered read the store picks the index to walk
- * itself: an identifier's or the reason's (see DRIVERS), walked newest first, the other filters
- * tested on its rows. (Facet filters alone never come here: eventStore reads them by facet.)
+ * Filters without an identifier never come here (eventStore reads them by facet). PostgreSQL's
+ * planner chooses the identifier's index by its statistics; SQLite has none worth the name
+ * (ANALYZE is never run on a live store), so for an ordered read the store names the index: the
+ * actor's, else the resource's, walked newest first, the other filters tested on its rows.
  */
 export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean, facets?: readonly number[]): EventsQuery {
   const sqlite = knex.client.config.client !== 'pg';
   const driver = sqlite && ordered ? DRIVERS.find((d) => f[d.filter] !== undefined) : undefined;
-  let q: Knex.QueryBuilder;
-  let seq = 'e.seq';
-  if (driver?.filter === 'reason') {
-    q = knex.select('e.*').from('event_reasons as r').crossJoin('events as e' as never, 'e.seq', 'r.seq');
-    seq = 'r.seq';
-  } else if (driver) {
-    q = knex.select('e.*').from(knex.raw('?? as e indexed by ??', ['events', `events_env_${driver.column}_seq`]));
-  } else {
-    q = knex.select('e.*').from('events as e');
-  }
-  if (f.reason !== undefined) withReason(q, environment, f.reason, driver?.filter === 'reason' ? 'reasonFirst' : 'eventsFirst');
+  const q = driver ? knex.select('e.*').from(knex.raw('?? as e indexed by ??', ['events', `events_env_${driver.column}_seq`])) : knex.select('e.*').from('events as e');
   q.where('e.environment', environment);
   for (const key of IDENTIFIERS) if (f[key] !== undefined) q.where(`e.${COLUMNS[key]}`, f[key]);
-  // Reading the reason index first, its own facet column answers without touching the events.
-  if (facets) q.whereIn(driver?.filter === 'reason' ? 'r.facet' : 'e.facet', facets);
+  if (facets) q.whereIn('e.facet', facets);
+  if (f.reason !== undefined) withReason(q, environment, f.reason);
   if (f.fromMs !== undefined) q.where('e.created_at', '>=', f.fromMs);
   if (f.toMs !== undefined) q.where('e.created_at', '<', f.toMs);
-  return { q, seq };
+  return { q, seq: 'e.seq' };
 }
 
-// SQLite's walk order: identifiers first (an actor or resource has few events), then a reason.
 const IDENTIFIERS = ['actorId', 'resourceId'] as const;
-const DRIVERS: { filter: 'actorId' | 'resourceId' | 'reason'; column: string }[] = [
+// SQLite's walk order: an actor has fewer events than a resource type, a resource than anything else.
+const DRIVERS: { filter: (typeof IDENTIFIERS)[number]; column: string }[] = [
   { filter: 'actorId', column: 'actor_id' },
   { filter: 'resourceId', column: 'resource_id' },
-  { filter: 'reason', column: 'reason' },
 ];
 
 /** How many predicates no single index answers alone; two or more may need a second plan (eventStore). */

@@ -2,6 +2,9 @@ import type { Explanation } from '../api/types.js';
 import type { EventRecord, StoredEvent } from './eventStore.js';
 import { decodeExplanation, encodeExplanation } from './explanationCodec.js';
 
+/** The unique key of an event, as one string. */
+export const keyOf = (environment: string, telemetryId: string): string => `${environment}\u0000${telemetryId}`;
+
 /** An events row as the database holds it. */
 export interface EventRow {
   seq: number;

@@ -1,15 +1,17 @@
 import type { Knex } from 'knex';
 import type { DecisionEvent } from '../api/types.js';
 import { filteredEvents, predicateCount, type EventFilter } from './eventFilter.js';
-import { fromRow, rowValues, type EventRow } from './eventRows.js';
-import { postgresEventWriter, sqliteEventWriter, type EventWriter, type EventWriteTx, type Inserted } from './eventWriteTx.js';
-import { encodeExplanation } from './explanationCodec.js';
+import type { Database } from './db.js';
+import { fromRow, type EventRow } from './eventRows.js';
+import { postgresEventWriter, sqliteEventWriter } from './eventWriteTx.js';
+import { EventWrites, encodeInLine } from './eventWrites.js';
 import type { ExplanationEncoder } from './explanationEncoder.js';
-import { FacetIds, facetOf, hasFacetFilter, matchingFacets } from './facets.js';
-import { reasonKeys, reasonRows } from './reasonIndex.js';
-import { forgetBefore, markBatch, seqBounds } from './timeMarks.js';
+import { hasFacetFilter, matchingFacets } from './facets.js';
+import { hasReason, reasonKey } from './reasonIndex.js';
+import { seqBounds } from './timeMarks.js';
 
-export { fromRow, toRow, type EventRow } from './eventRows.js';
+export { fromRow, keyOf, toRow, type EventRow } from './eventRows.js';
+import type { Inserted } from './eventWriteTx.js';
 
 /** A decision event as written: DecisionEvent with its time as epoch milliseconds. */
 export interface EventRecord extends Omit<DecisionEvent, 'createdAt'> {
@@ -53,7 +55,6 @@ interface Written {
   remember(): void;
 }
 
-export const keyOf = (environment: string, telemetryId: string): string => `${environment}\u0000${telemetryId}`;
 
 // SQLite caps bound parameters and compound SELECT terms (500) per statement.
 const CHUNK = 500;
@@ -64,62 +65,33 @@ const PROBE_WINDOW = 20_000;
 
 export class KnexEventStore implements EventStore {
   private readonly postgres: boolean;
-  private readonly writer: EventWriter;
-  private readonly facetIds = new FacetIds();
-  /** Deflates explanations off the main thread; without one, they are deflated in line. */
-  private readonly encoder?: ExplanationEncoder;
-
-  private readonly probeWindow: number;
+  private readonly knex: Knex;
   /** Reads that may take a while go here (Database.reader), writes and their reads to knex. */
   private readonly reader: Knex;
+  private readonly writes: EventWrites;
+  private readonly probeWindow: number;
 
-  constructor(
-    private readonly knex: Knex,
-    options: { probeWindow?: number; reader?: Knex; encoder?: ExplanationEncoder } = {},
-  ) {
-    this.encoder = options.encoder;
+  /** encoder: deflates explanations off the main thread; without one, they are deflated in line. */
+  constructor(db: Database, options: { probeWindow?: number; encoder?: ExplanationEncoder } = {}) {
+    this.knex = db.knex;
+    this.reader = db.reader;
+    this.postgres = db.dialect === 'postgres';
     this.probeWindow = options.probeWindow ?? PROBE_WINDOW;
-    this.reader = options.reader ?? knex;
-    this.postgres = knex.client.config.client === 'pg';
-    this.writer = this.postgres ? postgresEventWriter(knex) : sqliteEventWriter(knex);
+    const encoder = options.encoder;
+    this.writes = new EventWrites(
+      this.postgres ? postgresEventWriter(db.knex) : sqliteEventWriter(db.knex),
+      encoder ? (events) => encoder.encode(events.map((e) => e.explanation)) : encodeInLine,
+    );
   }
 
   /** Stores a batch in one transaction; a clash with a stored telemetryId fails the whole batch. */
-  async insertBatch(events: readonly EventRecord[]): Promise<void> {
-    if (events.length === 0) return;
-    const explanations = await this.encode(events);
-    const written = await this.writer((tx) => this.writeRows(tx, events, explanations, false));
-    written.remember();
+  insertBatch(events: readonly EventRecord[]): Promise<void> {
+    return this.writes.insertBatch(events);
   }
 
-  /**
-   * Stores the records whose (environment, telemetryId) is new, in one transaction, and returns the
-   * stored event of every key that was already taken, so the caller can tell a repeat from a
-   * conflict. The unique key decides, so concurrent callers (even in other processes) store a
-   * telemetryId exactly once. Within the batch the first record of a key wins.
-   */
-  async insertNew(events: readonly EventRecord[]): Promise<InsertNewResult> {
-    const first = new Map<string, number>();
-    events.forEach((e, i) => {
-      const key = keyOf(e.environment, e.telemetryId);
-      if (!first.has(key)) first.set(key, i);
-    });
-    const candidates = [...first.values()].map((i) => events[i]!);
-    const explanations = await this.encode(candidates);
-    const result = await this.writer(async (tx) => {
-      const written = await this.writeRows(tx, candidates, explanations, true);
-      const stored = new Set(written.inserted.map((r) => keyOf(r.environment, r.telemetry_id)));
-      const inserted = events.map((e, i) => {
-        const key = keyOf(e.environment, e.telemetryId);
-        return first.get(key) === i && stored.has(key);
-      });
-      const taken = events.filter((_, i) => !inserted[i]).map((e) => [e.environment, e.telemetryId] as const);
-      const existing = new Map<string, StoredEvent>();
-      for (const row of await tx.eventsByKey(taken)) existing.set(keyOf(row.environment, row.telemetry_id), fromRow(row));
-      return { written, inserted, existing };
-    });
-    result.written.remember();
-    return { inserted: result.inserted, existing: result.existing };
+  /** See EventWrites.insertNew. */
+  insertNew(events: readonly EventRecord[]): Promise<InsertNewResult> {
+    return this.writes.insertNew(events);
   }
 
   async get(environment: string, telemetryId: string): Promise<StoredEvent | undefined> {
@@ -148,8 +120,9 @@ export class KnexEventStore implements EventStore {
   async page(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
     let low = o.after === undefined ? undefined : o.after + 1;
     let high = o.before !== undefined ? o.before - 1 : o.upTo;
+    const byFacet = hasFacetFilter(filter) || filter.reason !== undefined;
     let facets: number[] | undefined;
-    if (hasFacetFilter(filter)) {
+    if (byFacet) {
       // The head before the facets: an event committed after the lookup may be of a facet it missed,
       // so the page stops below it.
       high = Math.min(high ?? Infinity, await this.head());
@@ -163,11 +136,10 @@ export class KnexEventStore implements EventStore {
       if (bounds.hi !== undefined) high = Math.min(high ?? Infinity, bounds.hi);
     }
     if (low !== undefined && high !== undefined && low > high) return [];
-    if (facets && filter.actorId === undefined && filter.resourceId === undefined && filter.reason === undefined) {
-      return this.readFacets(environment, filter, facets, low, high, o.order, o.limit);
-    }
-    const read = (from: number | undefined, to: number | undefined, limit: number, ordered: boolean) => this.read(environment, filter, facets, from, to, o.order, limit, ordered);
-    // SQLite walks the index it picked (filteredEvents); PostgreSQL needs no second plan for one predicate.
+    if (facets && filter.actorId === undefined && filter.resourceId === undefined) return this.readRanges(environment, filter, facets, low, high, o.order, o.limit);
+    const onlyFacets = hasFacetFilter(filter) ? facets : undefined;
+    const read = (from: number | undefined, to: number | undefined, limit: number, ordered: boolean) => this.read(environment, filter, onlyFacets, from, to, o.order, limit, ordered);
+    // SQLite walks the identifier's index (filteredEvents); PostgreSQL needs no second plan for one predicate.
     if (!this.postgres || (predicateCount(filter) < 2 && filter.reason === undefined)) return read(low, high, o.limit, true);
 
     if (o.order === 'desc') {
@@ -195,35 +167,54 @@ export class KnexEventStore implements EventStore {
   }
 
   /**
-   * A page of facet filters alone: each facet's (facet, seq) range yields its first `limit` seqs in
-   * order, the ranges are merged, and only the page's rows are fetched. The cost is the number of
-   * matching facets times the page size, whatever the store holds.
+   * A page of facet and reason filters (no identifier): each matching facet's range, in events'
+   * (facet, seq) index or, with a reason, in event_reasons' (key, facet, seq), yields its first
+   * `limit` seqs in order; the ranges are merged and only the page's rows are fetched. The cost is
+   * the number of matching facets times the page size, whatever the store holds.
+   *
+   * The fetch checks the rest: the stored reasons (a reason key is a hash) and the time range (a
+   * reason range knows only seqs). Should that drop rows, the ranges are read on past them.
    */
-  private async readFacets(environment: string, f: EventFilter, facets: number[], low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+  private async readRanges(environment: string, f: EventFilter, facets: number[], low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
     const direction = order === 'asc' ? 'ASC' : 'DESC';
-    const range: string[] = [];
-    const bindings: number[] = [];
-    const bound = (sql: string, value: number | undefined) => {
-      if (value === undefined || value === Infinity) return;
-      range.push(sql);
-      bindings.push(value);
-    };
-    bound('seq >= ?', low);
-    bound('seq <= ?', high);
-    bound('created_at >= ?', f.fromMs);
-    bound('created_at < ?', f.toMs);
-    const arm = (i: number) => `SELECT seq FROM (SELECT seq FROM events WHERE ${['facet = ?', ...range].join(' AND ')} ORDER BY seq ${direction} LIMIT ?) AS a${i}`;
-    let seqs: number[] = [];
-    for (let i = 0; i < facets.length; i += ARMS) {
-      const chunk = facets.slice(i, i + ARMS);
-      const sql = `${chunk.map((_, j) => arm(j)).join(' UNION ALL ')} ORDER BY seq ${direction} LIMIT ?`;
-      const result = await this.reader.raw(sql, [...chunk.flatMap((facet) => [facet, ...bindings, limit]), limit]);
-      seqs = seqs.concat((this.postgres ? result.rows : result).map((r: { seq: number | string }) => Number(r.seq)));
+    const reason = f.reason === undefined ? undefined : reasonKey(environment, f.reason);
+    const page: StoredEvent[] = [];
+    for (;;) {
+      const range: string[] = [];
+      const bindings: number[] = [];
+      const bound = (sql: string, value: number | undefined) => {
+        if (value === undefined || value === Infinity) return;
+        range.push(sql);
+        bindings.push(value);
+      };
+      bound('seq >= ?', low);
+      bound('seq <= ?', high);
+      if (reason === undefined) {
+        bound('created_at >= ?', f.fromMs);
+        bound('created_at < ?', f.toMs);
+      }
+      const from = reason === undefined ? 'events WHERE facet = ?' : 'event_reasons WHERE key = ? AND facet = ?';
+      const arm = (i: number) => `SELECT seq FROM (SELECT seq FROM ${from}${range.map((r) => ` AND ${r}`).join('')} ORDER BY seq ${direction} LIMIT ?) AS a${i}`;
+      const want = limit - page.length;
+      let seqs: number[] = [];
+      for (let i = 0; i < facets.length; i += ARMS) {
+        const chunk = facets.slice(i, i + ARMS);
+        const sql = `${chunk.map((_, j) => arm(j)).join(' UNION ALL ')} ORDER BY seq ${direction} LIMIT ?`;
+        const args = chunk.flatMap((facet) => [...(reason === undefined ? [] : [reason]), facet, ...bindings, want]);
+        const result = await this.reader.raw(sql, [...args, want]);
+        seqs = seqs.concat((this.postgres ? result.rows : result).map((r: { seq: number | string }) => Number(r.seq)));
+      }
+      seqs = seqs.sort((a, b) => (order === 'asc' ? a - b : b - a)).slice(0, want);
+      if (seqs.length === 0) return page;
+      const q = this.reader<EventRow>('events').where('environment', environment).whereIn('seq', seqs).orderBy('seq', order);
+      if (f.reason !== undefined) hasReason(q, f.reason);
+      if (f.fromMs !== undefined) q.where('created_at', '>=', f.fromMs);
+      if (f.toMs !== undefined) q.where('created_at', '<', f.toMs);
+      page.push(...(await q).map(fromRow));
+      if (page.length === limit || seqs.length < want) return page;
+      if (order === 'asc') low = seqs[seqs.length - 1]! + 1;
+      else high = seqs[seqs.length - 1]! - 1;
     }
-    seqs = seqs.sort((a, b) => (order === 'asc' ? a - b : b - a)).slice(0, limit);
-    if (seqs.length === 0) return [];
-    const rows: EventRow[] = await this.reader<EventRow>('events').where('environment', environment).whereIn('seq', seqs).orderBy('seq', order);
-    return rows.map(fromRow);
   }
 
   /** Events of every environment committed after `after`, oldest first: what the live stream polls. */
@@ -247,68 +238,24 @@ export class KnexEventStore implements EventStore {
    * many. Once none are left, their time marks go too.
    */
   async prune(environment: string, cutoffMs: number, limit: number): Promise<number> {
-    const bounds = await seqBounds(this.knex, environment, undefined, cutoffMs);
+    const bounds = await seqBounds(this.reader, environment, undefined, cutoffMs);
     if (bounds.empty) return 0;
-    const deleted = await this.knex.transaction(async (trx) => {
-      const rows: { seq: number; reasons: string }[] = await trx('events')
-        .select('seq', 'reasons')
-        .where('environment', environment)
-        .where('seq', '<=', bounds.hi!)
-        .where('created_at', '<', cutoffMs)
-        .orderBy('seq', 'asc')
-        .limit(limit);
-      if (rows.length === 0) return 0;
-      if (!this.postgres) await this.deleteReasonRows(trx, environment, rows);
-      const seqs = rows.map((r) => Number(r.seq));
-      for (let i = 0; i < seqs.length; i += CHUNK) await trx('events').whereIn('seq', seqs.slice(i, i + CHUNK)).delete();
-      return rows.length;
-    });
-    if (deleted < limit) await forgetBefore(this.knex, environment, cutoffMs);
-    return deleted;
-  }
-
-  /** SQLite keeps reasons in event_reasons (reasonIndex.ts); they go with their events. */
-  private async deleteReasonRows(trx: Knex.Transaction, environment: string, rows: { seq: number; reasons: string }[]): Promise<void> {
-    const byKey = new Map<number, number[]>();
-    for (const r of rows) {
-      for (const { key, seq } of reasonRows(environment, Number(r.seq), JSON.parse(r.reasons) as string[])) (byKey.get(key) ?? byKey.set(key, []).get(key)!).push(seq);
-    }
-    for (const [key, seqs] of byKey) {
-      for (let i = 0; i < seqs.length; i += CHUNK) await trx('event_reasons').where({ key }).whereIn('seq', seqs.slice(i, i + CHUNK)).delete();
-    }
-  }
-
-  /** Inserts events with their reason keys (reasonIndex.ts); returns the rows actually inserted. */
-  /** Before the transaction opens, so it is never held open while explanations are deflated. */
-  private encode(events: readonly EventRecord[]): Promise<Buffer[]> {
-    if (this.encoder) return this.encoder.encode(events.map((e) => e.explanation));
-    return Promise.resolve(events.map((e) => encodeExplanation(e.explanation)));
-  }
-
-  private async writeRows(tx: EventWriteTx, events: readonly EventRecord[], explanations: readonly Buffer[], ignoreConflicts: boolean): Promise<Written> {
-    const facets = events.map(facetOf);
-    const known = this.facetIds.known(facets);
-    const missing = facets.filter((_, i) => known[i] === undefined);
-    const found = missing.length ? await tx.facetIds(missing) : [];
-    let next = 0;
-    const ids = known.map((id) => id ?? found[next++]!);
-    const values = this.postgres
-      ? (e: EventRecord, i: number) => [...rowValues(e, explanations[i]), ids[i], reasonKeys(e.environment, e.reasons)]
-      : (e: EventRecord, i: number) => [...rowValues(e, explanations[i]), ids[i]];
-    const inserted = await tx.insertEvents(events.map(values), ignoreConflicts);
-    const byKey = new Map(events.map((e, i) => [keyOf(e.environment, e.telemetryId), { e, facet: ids[i]! }]));
-    await markBatch(
-      tx,
-      inserted.map((r) => ({ environment: r.environment, seq: Number(r.seq), createdAt: byKey.get(keyOf(r.environment, r.telemetry_id))!.e.createdAt })),
-    );
-    if (!this.postgres) {
-      await tx.insertReasonRows(
-        inserted.flatMap((r) => {
-          const { e, facet } = byKey.get(keyOf(r.environment, r.telemetry_id))!;
-          return reasonRows(r.environment, Number(r.seq), e.reasons).map((row) => ({ ...row, facet }));
-        }),
+    const rows: { seq: number | string; reasons: string; facet: number | string }[] = await this.reader('events')
+      .select('seq', 'reasons', 'facet')
+      .where('environment', environment)
+      .where('seq', '<=', bounds.hi!)
+      .where('created_at', '<', cutoffMs)
+      .orderBy('seq', 'asc')
+      .limit(limit);
+    // Fewer than asked: none is left before the cutoff, and the time marks of that time can go too.
+    const last = rows.length < limit ? cutoffMs : undefined;
+    if (rows.length || last !== undefined) {
+      await this.writes.deleteEvents(
+        environment,
+        rows.map((r) => ({ seq: Number(r.seq), facet: Number(r.facet), reasons: JSON.parse(r.reasons) as string[] })),
+        last,
       );
     }
-    return { inserted, remember: () => this.facetIds.remember(facets, ids) };
+    return rows.length;
   }
 }

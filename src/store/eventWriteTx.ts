@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import type sqlite3 from 'sqlite3';
 import { EVENT_COLUMNS, type EventRow } from './eventRows.js';
 import type { Facet } from './facets.js';
-import { all, run } from './sqliteStatements.js';
 import { hash32 } from './reasonIndex.js';
+import { all, run } from './sqliteStatements.js';
 import type { Mark, MarkIO } from './timeMarks.js';
 
 /** A row the insert stored: its seq and key. */
@@ -14,13 +14,17 @@ export type Inserted = { seq: number; environment: string; telemetry_id: string 
  * batch (eventStore.ts) is the same for both stores; only these differ.
  */
 export interface EventWriteTx extends MarkIO {
-  /** Rows are EVENT_COLUMNS values, then the facet id, then (PostgreSQL) the reason keys. */
+  /** Rows are EVENT_COLUMNS values, then the facet id. */
   insertEvents(rows: readonly unknown[][], ignoreConflicts: boolean): Promise<Inserted[]>;
-  /** SQLite's event_reasons rows (reasonIndex.ts). */
+  /** The event_reasons rows (reasonIndex.ts). */
   insertReasonRows(rows: readonly { key: number; seq: number; facet: number }[]): Promise<void>;
   /** The ids of these facets (facets.ts), created where new. */
   facetIds(facets: readonly Facet[]): Promise<number[]>;
   eventsByKey(keys: readonly (readonly [environment: string, telemetryId: string])[]): Promise<EventRow[]>;
+  /** Retention: these events and their reason index rows go. */
+  deleteEvents(seqs: readonly number[], reasonRows: readonly { key: number; facet: number; seq: number }[]): Promise<void>;
+  /** Retention: the time marks of buckets before this one go. */
+  forgetMarks(environment: string, beforeBucket: number): Promise<void>;
 }
 
 export type EventWriter = <T>(work: (tx: EventWriteTx) => Promise<T>) => Promise<T>;
@@ -45,11 +49,6 @@ function chunks<T>(rows: readonly T[]): T[][] {
   }
   return out;
 }
-
-const placeholders = (rows: number, columns: number) => {
-  const row = `(${new Array(columns).fill('?').join(',')})`;
-  return new Array(rows).fill(row).join(',');
-};
 
 const RETURNING = 'RETURNING seq, environment, telemetry_id';
 
@@ -78,8 +77,8 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
   };
 }
 
-// A batch is bound as one JSON parameter and unpacked by json_each: binding each value from JS
-// cost more than the insert itself. (The compressed explanation travels as hex.)
+// A batch is bound as one JSON parameter and unpacked by json_each: one statement of each kind
+// whatever the batch size. (The compressed explanation travels as hex.)
 const fromJson = (columns: readonly string[], transform: (column: string, i: number) => string = (_, i) => `value->>${i}`) =>
   `SELECT ${columns.map(transform).join(', ')} FROM json_each(?) WHERE true`;
 const SQLITE_COLUMNS = [...EVENT_COLUMNS, 'facet'];
@@ -89,32 +88,39 @@ const SAME_FACET = FACET_COLUMNS.map((c, i) => `f.${c} = k.value->>${i}`).join('
 const EXPLANATION_Z = EVENT_COLUMNS.indexOf('explanation_z');
 const hexBlob = (row: readonly unknown[]) => row.map((v, i) => (i === EXPLANATION_Z && v ? (v as Buffer).toString('hex') : v));
 
+const SQL = {
+  insert: (ignoreConflicts: boolean) =>
+    `INSERT INTO events (${SQLITE_COLUMNS.join(', ')}) ${EVENT_VALUES} ${ignoreConflicts ? 'ON CONFLICT (environment, telemetry_id) DO NOTHING ' : ''}${RETURNING}`,
+  reasons: `INSERT INTO event_reasons (key, seq, facet) ${fromJson(['key', 'seq', 'facet'])}`,
+  newFacets: `INSERT INTO event_facets (${FACET_COLUMNS.join(', ')}) ${fromJson(FACET_COLUMNS)} ON CONFLICT DO NOTHING`,
+  facetIds: `SELECT k.key AS i, f.id FROM json_each(?) AS k JOIN event_facets AS f ON ${SAME_FACET}`,
+  marksFrom: 'SELECT bucket, lo, hi FROM event_time_marks WHERE environment = ? AND bucket >= ?',
+  saveMarks: `INSERT INTO event_time_marks (environment, bucket, lo, hi) ${fromJson(['environment', 'bucket', 'lo', 'hi'])} ON CONFLICT (environment, bucket) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`,
+  eventsByKey: 'SELECT e.* FROM json_each(?) AS k JOIN events AS e ON e.environment = k.value->>0 AND e.telemetry_id = k.value->>1',
+  deleteReasons: 'DELETE FROM event_reasons WHERE (key, facet, seq) IN (SELECT value->>0, value->>1, value->>2 FROM json_each(?))',
+  deleteEvents: 'DELETE FROM events WHERE seq IN (SELECT value FROM json_each(?))',
+  forgetMarks: 'DELETE FROM event_time_marks WHERE environment = ? AND bucket < ?',
+};
+
 function sqliteTx(conn: sqlite3.Database): EventWriteTx {
   return {
-    insertEvents: (rows, ignoreConflicts) =>
-      all<Inserted>(
-        conn,
-        `INSERT INTO events (${SQLITE_COLUMNS.join(', ')}) ${EVENT_VALUES} ${ignoreConflicts ? 'ON CONFLICT (environment, telemetry_id) DO NOTHING ' : ''}${RETURNING}`,
-        [JSON.stringify(rows.map(hexBlob))],
-      ),
-    insertReasonRows: (rows) => run(conn, `INSERT INTO event_reasons (key, seq, facet) ${fromJson(['key', 'seq', 'facet'])}`, [JSON.stringify(rows.map((r) => [r.key, r.seq, r.facet]))]),
+    insertEvents: (rows, ignoreConflicts) => all<Inserted>(conn, SQL.insert(ignoreConflicts), [JSON.stringify(rows.map(hexBlob))]),
+    insertReasonRows: (rows) => run(conn, SQL.reasons, [JSON.stringify(rows.map((r) => [r.key, r.seq, r.facet]))]),
     async facetIds(facets) {
       const json = JSON.stringify(facets);
-      await run(conn, `INSERT INTO event_facets (${FACET_COLUMNS.join(', ')}) ${fromJson(FACET_COLUMNS)} ON CONFLICT DO NOTHING`, [json]);
-      const rows = await all<{ i: number; id: number }>(conn, `SELECT k.key AS i, f.id FROM json_each(?) AS k JOIN event_facets AS f ON ${SAME_FACET}`, [json]);
+      await run(conn, SQL.newFacets, [json]);
       const ids: number[] = [];
-      for (const r of rows) ids[r.i] = r.id;
+      for (const r of await all<{ i: number; id: number }>(conn, SQL.facetIds, [json])) ids[r.i] = r.id;
       return ids;
     },
-    marksFrom: (environment, bucket) => all<Mark>(conn, 'SELECT bucket, lo, hi FROM event_time_marks WHERE environment = ? AND bucket >= ?', [environment, bucket]),
-    saveMarks: (marks) =>
-      run(
-        conn,
-        `INSERT INTO event_time_marks (environment, bucket, lo, hi) ${fromJson(['environment', 'bucket', 'lo', 'hi'])} ON CONFLICT (environment, bucket) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`,
-        [JSON.stringify(marks.map((m) => [m.environment, m.bucket, m.lo, m.hi]))],
-      ),
-    eventsByKey: (keys) =>
-      all<EventRow>(conn, 'SELECT e.* FROM json_each(?) AS k JOIN events AS e ON e.environment = k.value->>0 AND e.telemetry_id = k.value->>1', [JSON.stringify(keys)]),
+    marksFrom: (environment, bucket) => all<Mark>(conn, SQL.marksFrom, [environment, bucket]),
+    saveMarks: (marks) => run(conn, SQL.saveMarks, [JSON.stringify(marks.map((m) => [m.environment, m.bucket, m.lo, m.hi]))]),
+    eventsByKey: (keys) => all<EventRow>(conn, SQL.eventsByKey, [JSON.stringify(keys)]),
+    async deleteEvents(seqs, reasonRows) {
+      await run(conn, SQL.deleteReasons, [JSON.stringify(reasonRows.map((r) => [r.key, r.facet, r.seq]))]);
+      await run(conn, SQL.deleteEvents, [JSON.stringify(seqs)]);
+    },
+    forgetMarks: (environment, beforeBucket) => run(conn, SQL.forgetMarks, [environment, beforeBucket]),
   };
 }
 
@@ -127,7 +133,7 @@ function sqliteTx(conn: sqlite3.Database): EventWriteTx {
 export function postgresEventWriter(knex: Knex): EventWriter {
   const config = knex.client.config as { searchPath?: string[] };
   const lock = hash32(config.searchPath?.[0] ?? 'public');
-  const columns = [...EVENT_COLUMNS, 'facet', 'reason_keys'];
+  const columns = [...EVENT_COLUMNS, 'facet'];
   return (work) =>
     knex.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(?, ?)', [WRITER_LOCK_CLASS, lock]);
@@ -141,7 +147,9 @@ export function postgresEventWriter(knex: Knex): EventWriter {
           }
           return inserted;
         },
-        insertReasonRows: async () => undefined,
+        async insertReasonRows(rows) {
+          for (const chunk of chunks(rows)) await trx('event_reasons').insert(chunk);
+        },
         async facetIds(facets) {
           const rows = facets.map((f) => Object.fromEntries(FACET_COLUMNS.map((c, i) => [c, f[i]])));
           await trx('event_facets').insert(rows).onConflict(FACET_COLUMNS).ignore();
@@ -156,6 +164,11 @@ export function postgresEventWriter(knex: Knex): EventWriter {
         async saveMarks(marks) {
           for (const chunk of chunks(marks)) await trx('event_time_marks').insert(chunk).onConflict(['environment', 'bucket']).merge(['lo', 'hi']);
         },
+        async deleteEvents(seqs, reasonRows) {
+          for (const chunk of chunks(reasonRows)) await trx('event_reasons').whereIn(['key', 'facet', 'seq'], chunk.map((r) => [r.key, r.facet, r.seq])).delete();
+          for (const chunk of chunks(seqs)) await trx('events').whereIn('seq', chunk).delete();
+        },
+        forgetMarks: async (environment, beforeBucket) => void (await trx('event_time_marks').where('environment', environment).where('bucket', '<', beforeBucket).delete()),
         async eventsByKey(keys) {
           const rows: EventRow[] = [];
           for (const chunk of chunks(keys)) rows.push(...(await trx<EventRow>('events').whereIn(['environment', 'telemetry_id'], chunk.map((k) => [...k]))));

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { reasonKeys, reasonRows } from './reasonIndex.js';
+import { reasonKeys } from './reasonIndex.js';
 import { BUCKET_MS, runningBounds } from './timeMarks.js';
 
 // Migrations live in code, so the compiled service and the CLI carry them with no file lookup.
@@ -119,7 +119,7 @@ const migrations: Migration[] = [
         const rows: { seq: number; environment: string; reasons: string }[] = await knex('events').select('seq', 'environment', 'reasons').where('seq', '>', after).orderBy('seq').limit(1000);
         if (rows.length === 0) break;
         if (sqlite) {
-          const entries = rows.flatMap((r) => reasonRows(r.environment, Number(r.seq), JSON.parse(r.reasons) as string[]));
+          const entries = rows.flatMap((r) => reasonKeys(r.environment, JSON.parse(r.reasons) as string[]).map((key) => ({ key, seq: Number(r.seq) })));
           for (let i = 0; i < entries.length; i += 500) await knex('event_reasons').insert(entries.slice(i, i + 500));
         } else {
           for (const r of rows) await knex('events').where('seq', r.seq).update({ reason_keys: reasonKeys(r.environment, JSON.parse(r.reasons) as string[]) });
@@ -188,15 +188,21 @@ const migrations: Migration[] = [
       if (sqlite) await knex.raw(`UPDATE events SET facet = (SELECT f.id FROM event_facets f WHERE ${same})`);
       else await knex.raw(`UPDATE events SET facet = f.id FROM event_facets f WHERE ${same}`);
       await knex.schema.alterTable('events', (t) => t.index(['facet', 'seq'], 'events_facet_seq'));
+      // The reason index becomes (key, facet, seq) in both stores, so a reason with facet filters is
+      // read like facets alone: one ordered range per (reason, facet).
+      await knex.raw(`CREATE TABLE event_reasons_004 (key integer NOT NULL, facet integer NOT NULL, seq bigint NOT NULL, PRIMARY KEY (key, facet, seq))${sqlite ? ' WITHOUT ROWID' : ''}`);
       if (sqlite) {
-        // The reason index carries the facet, so reason + facet filters are read from it alone.
-        await knex.raw('ALTER TABLE event_reasons ADD COLUMN facet integer');
-        await knex.raw('UPDATE event_reasons SET facet = (SELECT e.facet FROM events e WHERE e.seq = event_reasons.seq)');
+        await knex.raw('INSERT INTO event_reasons_004 (key, facet, seq) SELECT r.key, e.facet, r.seq FROM event_reasons r JOIN events e ON e.seq = r.seq');
+        await knex.raw('DROP TABLE event_reasons');
         for (const column of FACET_COLUMNS.slice(1)) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_${column}_seq`]);
       } else {
+        await knex.raw('INSERT INTO event_reasons_004 (key, facet, seq) SELECT DISTINCT k.key, e.facet, e.seq FROM events e, unnest(e.reason_keys) AS k(key)');
+        await knex.raw('DROP INDEX IF EXISTS events_reason_keys');
+        await knex.schema.alterTable('events', (t) => t.dropColumn('reason_keys'));
         for (const column of ['operation_key', 'resource_type']) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_${column}_seq`]);
         for (const [column, values] of ENUM_COLUMNS) for (const value of values) await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_seq_${column}_${value}`]);
       }
+      await knex.raw('ALTER TABLE event_reasons_004 RENAME TO event_reasons');
     },
     async down(knex) {
       const sqlite = knex.client.config.client === 'sqlite3';
@@ -208,7 +214,17 @@ const migrations: Migration[] = [
           for (const value of values) await knex.raw(`CREATE INDEX ?? ON events (environment, seq) WHERE ?? = '${value}'`, [`events_env_seq_${column}_${value}`, column]);
         }
       }
-      if (sqlite) await knex.raw('ALTER TABLE event_reasons DROP COLUMN facet');
+      if (sqlite) {
+        await knex.raw('CREATE TABLE event_reasons_003 (key integer NOT NULL, seq bigint NOT NULL, PRIMARY KEY (key, seq)) WITHOUT ROWID');
+        await knex.raw('INSERT INTO event_reasons_003 (key, seq) SELECT key, seq FROM event_reasons');
+        await knex.raw('DROP TABLE event_reasons');
+        await knex.raw('ALTER TABLE event_reasons_003 RENAME TO event_reasons');
+      } else {
+        await knex.schema.alterTable('events', (t) => t.specificType('reason_keys', 'integer[]'));
+        await knex.raw('UPDATE events e SET reason_keys = r.keys FROM (SELECT seq, array_agg(key) AS keys FROM event_reasons GROUP BY seq) r WHERE r.seq = e.seq');
+        await knex.raw('CREATE INDEX events_reason_keys ON events USING gin (reason_keys)');
+        await knex.raw('DROP TABLE event_reasons');
+      }
       await knex.schema.alterTable('events', (t) => {
         t.dropIndex([], 'events_facet_seq');
         t.dropColumn('facet');

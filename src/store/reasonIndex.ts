@@ -2,11 +2,10 @@ import type { Knex } from 'knex';
 
 /**
  * The reason filter's index. An event has several reasons, so no plain column index serves "has
- * reason X". Each (environment, reason) becomes a 32-bit key, a hash: SQLite keeps the table
- * event_reasons (key, seq), one small row per key of an event, read newest first by its primary
- * key; PostgreSQL keeps the keys in an integer[] column of the event under a GIN index, a few bytes
- * per key. A hash collision is harmless: every query also checks the event's environment and that
- * its stored reasons really hold the code.
+ * reason X". Each (environment, reason) becomes a 32-bit key, a hash, and event_reasons holds one
+ * row (key, facet, seq) per key of an event: its primary key reads a reason's events of one facet
+ * (facets.ts) in seq order. A hash collision is harmless: every query also checks the event's
+ * environment and that its stored reasons really hold the code.
  */
 export function reasonKey(environment: string, reason: string): number {
   return hash32(`${environment}\u0000${reason}`);
@@ -17,24 +16,26 @@ export function reasonKeys(environment: string, reasons: readonly string[]): num
   return [...new Set(reasons)].map((reason) => reasonKey(environment, reason));
 }
 
-/** SQLite: the event_reasons rows of one event. */
-export function reasonRows(environment: string, seq: number, reasons: readonly string[]): { key: number; seq: number }[] {
-  return reasonKeys(environment, reasons).map((key) => ({ key, seq }));
+/** The event_reasons rows of one event. */
+export function reasonRows(environment: string, seq: number, facet: number, reasons: readonly string[]): { key: number; facet: number; seq: number }[] {
+  return reasonKeys(environment, reasons).map((key) => ({ key, facet, seq }));
 }
 
 /**
- * Restricts a query over `events as e` to events with this reason. The code is also checked in the
- * stored JSON text as `"code"`: codes are validated to letters, digits and _ . : -, so they need no
- * escaping. SQLite: joins event_reasons as `r`; `reasonFirst` makes it the outer loop (the query
- * must then be built from it, see filteredEvents), otherwise events stay the outer loop.
+ * Restricts a query over `events as e` to events with this reason: a probe of the reason index by
+ * its whole key, then the stored JSON text, which holds the code as `"code"` (codes are validated
+ * to letters, digits and _ . : -, so they need no escaping) and so rules out a hash collision.
  */
-export function withReason(q: Knex.QueryBuilder, environment: string, reason: string, sqlite: 'reasonFirst' | 'eventsFirst'): Knex.QueryBuilder {
+export function withReason(q: Knex.QueryBuilder, environment: string, reason: string): Knex.QueryBuilder {
   const key = reasonKey(environment, reason);
-  const quoted = JSON.stringify(reason);
-  if (q.client.config.client === 'pg') return q.whereRaw('e.reason_keys @> ARRAY[?]::integer[]', [key]).whereRaw('strpos(e.reasons, ?) > 0', [quoted]);
-  // SQLite reads CROSS JOIN's left side as the outer loop: the join order is ours, not the planner's.
-  if (sqlite === 'eventsFirst') q.crossJoin('event_reasons as r' as never, 'r.seq', 'e.seq');
-  return q.where('r.key', key).whereRaw('instr(e.reasons, ?) > 0', [quoted]);
+  q.whereRaw('EXISTS (SELECT 1 FROM event_reasons r WHERE r.key = ? AND r.facet = e.facet AND r.seq = e.seq)', [key]);
+  return hasReason(q, reason, 'e.');
+}
+
+/** The stored reasons (JSON text) hold the code. */
+export function hasReason(q: Knex.QueryBuilder, reason: string, prefix = ''): Knex.QueryBuilder {
+  const find = q.client.config.client === 'pg' ? 'strpos' : 'instr';
+  return q.whereRaw(`${find}(${prefix}reasons, ?) > 0`, [JSON.stringify(reason)]);
 }
 
 /** A stable signed 32-bit FNV-1a hash of a string. */

@@ -19,7 +19,7 @@ import type { Knex } from 'knex';
  */
 export const BUCKET_MS = 60_000;
 
-const bucketOf = (ms: number): number => Math.floor(ms / BUCKET_MS);
+export const bucketOf = (ms: number): number => Math.floor(ms / BUCKET_MS);
 
 /** Where a writer reads and keeps marks, inside its transaction (eventWriteTx.ts). */
 export interface MarkIO {
@@ -114,9 +114,4 @@ export function runningBounds(buckets: readonly { environment: string; bucket: n
     list.push({ bucket: Number(b.bucket), lo: Number(b.lo), hi: Number(b.hi) });
   }
   return [...byEnvironment].flatMap(([environment, list]) => runningMarks(list).map((m) => ({ environment, ...m })));
-}
-
-/** Retention removed every event of the environment created before cutoffMs: drop their buckets. */
-export async function forgetBefore(knex: Knex, environment: string, cutoffMs: number): Promise<void> {
-  await knex('event_time_marks').where('environment', environment).where('bucket', '<', bucketOf(cutoffMs)).delete();
 }

@@ -5,7 +5,7 @@ import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
 import { toRow } from '../../src/store/eventRows.js';
-import { reasonKeys, reasonRows } from '../../src/store/reasonIndex.js';
+import { reasonKeys } from '../../src/store/reasonIndex.js';
 import { migrationSource } from '../../src/store/migrations.js';
 import { freshDatabase, type StoreKind } from '../helpers/tps.js';
 import { generateEvents } from './helpers.js';
@@ -39,7 +39,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
         explanation: JSON.stringify(legacy!.explanation),
       });
       await db.knex.migrate.latest({ migrationSource, schemaName: schema });
-      const events = new KnexEventStore(db.knex);
+      const events = new KnexEventStore(db);
       const back = await events.get('legacy', legacy!.telemetryId);
       t.deepEqual(back?.explanation, legacy!.explanation);
       for (const reason of legacy!.reasons) {
@@ -68,10 +68,10 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
           .insert({ ...toRow(e), ...(store === 'postgres' ? { reason_keys: reasonKeys(e.environment, e.reasons) } : {}) })
           .returning('seq');
         const seq = Number((row as { seq: number }).seq);
-        if (store === 'sqlite') for (const r of reasonRows(e.environment, seq, e.reasons)) await db.knex('event_reasons').insert(r);
+        if (store === 'sqlite') for (const key of reasonKeys(e.environment, e.reasons)) await db.knex('event_reasons').insert({ key, seq });
       }
       await db.knex.migrate.latest({ migrationSource, schemaName: schema });
-      const events = new KnexEventStore(db.knex);
+      const events = new KnexEventStore(db);
       // And one written after it, by the service.
       const [later] = generateEvents('legacy', 41, Date.now()).slice(40);
       await events.insertBatch([later!]);
@@ -102,7 +102,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
     const fresh = freshDatabase(store);
     const db = await openDatabase(fresh.url);
     try {
-      const events = new KnexEventStore(db.knex);
+      const events = new KnexEventStore(db);
       // 260 operations × 2 decisions: more facets than one statement reads (ARMS = 200).
       const stored = generateEvents('facets', 1040, Date.now() - 3_600_000).map((e, i) => ({ ...e, operationKey: `op.${i % 260}`, decision: i % 2 ? ('deny' as const) : ('allow' as const) }));
       for (let i = 0; i < stored.length; i += 100) await events.insertBatch(stored.slice(i, i + 100));

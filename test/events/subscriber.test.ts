@@ -11,7 +11,7 @@ import { generateEvents } from './helpers.js';
 test('a client that takes no data while its socket is full is disconnected; the others are not', async (t) => {
   const fresh = freshDatabase('sqlite');
   const db = await openDatabase(fresh.url);
-  const store = new KnexEventStore(db.knex);
+  const store = new KnexEventStore(db);
   const hub = new EventHub(store, { pollMs: 20, batch: 500 });
   const server = http.createServer((_req, res) => {
     const subscriber = new StreamSubscriber(res, hub, store, 'env', {}, { maxQueue: 2, pageSize: 50, heartbeatMs: 60_000, stallMs: 300, retryMs: 1000 });

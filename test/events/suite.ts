@@ -158,7 +158,7 @@ export function registerEventsSuite(test: TestFn<Ctx>, store: StoreKind): void {
     const other = await openDatabase(t.context.tps.databaseUrl, { migrate: false });
     try {
       const a = new Ingestor(t.context.tps.tps.events, { maxBatch: 64, maxDelayMs: 0 });
-      const b = new Ingestor(new KnexEventStore(other.knex), { maxBatch: 64, maxDelayMs: 0 });
+      const b = new Ingestor(new KnexEventStore(other), { maxBatch: 64, maxDelayMs: 0 });
       const records = Array.from({ length: 20 }, () => ingestRecord());
       const outcomes = await Promise.all(records.flatMap((r) => [a.ingest(environment, r), b.ingest(environment, r), a.ingest(environment, r)]));
       for (let i = 0; i < records.length; i++) t.deepEqual(outcomes.slice(i * 3, i * 3 + 3).sort(), ['duplicate', 'duplicate', 'stored']);
@@ -269,7 +269,7 @@ export function registerEventsSuite(test: TestFn<Ctx>, store: StoreKind): void {
   test(`[${store}] multi-filter pages return the same events whichever plan reads them, in both directions`, async (t) => {
     const { environment, records, at } = await generated(t);
     // A window of a few dozen seqs makes nearly every PostgreSQL multi-filter page take its second plan.
-    const events = new KnexEventStore(t.context.tps.tps.db.knex, { probeWindow: 37 });
+    const events = new KnexEventStore(t.context.tps.tps.db, { probeWindow: 37 });
     const cases: Filters[] = [
       { operationKey: 'customer.create', decision: 'allow' },
       { reason: 'weak_session_continuity', actorId: 'actor_3' },

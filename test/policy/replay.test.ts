@@ -68,7 +68,7 @@ async function seededStore(store: StoreKind) {
     requestSummary: {},
     explanation,
   });
-  await new KnexEventStore(db.knex).insertBatch([
+  await new KnexEventStore(db).insertBatch([
     other('ingested-1', 'ingest', 'customer.create', { signals: [], rules: [], normalizedSignals: { weak_session_continuity: 0.2 } }),
     other('no-facts-1', 'evaluate', 'customer.create', { signals: [], rules: [] }),
     other('gone-1', 'evaluate', 'vendor.delete', { signals: [], rules: [], facts: { operation: { key: 'vendor.delete' }, actor: { id: 'a' }, resource: { type: 'vendor', id: 'v' } } }),

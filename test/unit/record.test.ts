@@ -27,7 +27,7 @@ test('the event writer commits concurrent appends in shared transactions, and ea
   const fresh = freshDatabase('sqlite');
   const db = await openDatabase(fresh.url);
   try {
-    const store = new KnexEventStore(db.knex);
+    const store = new KnexEventStore(db);
     const batches: number[] = [];
     const committer = new GroupCommitter<EventRecord>(
       async (items) => {
@@ -55,7 +55,7 @@ test('a failed transaction rejects every event in it and stores none of them', a
   const fresh = freshDatabase('sqlite');
   const db = await openDatabase(fresh.url);
   try {
-    const store = new KnexEventStore(db.knex);
+    const store = new KnexEventStore(db);
     const committer = new GroupCommitter<EventRecord>((items) => store.insertBatch(items), 100, 0);
     await committer.append(event(1));
     // A duplicate telemetryId in the batch violates the unique key: the whole batch must roll back.

@@ -39,7 +39,7 @@ const exportCommand: Command = {
     const environment = (values.env as string | undefined) ?? settings.environment;
     const db = await openDatabase(settings.databaseUrl);
     try {
-      const count = await exportEvents(new KnexEventStore(db.knex, { reader: db.reader }), environment, filter, process.stdout);
+      const count = await exportEvents(new KnexEventStore(db), environment, filter, process.stdout);
       err(`exported ${count} event${count === 1 ? '' : 's'} of environment "${environment}"`);
       return 0;
     } catch (e) {
