@@ -70,7 +70,7 @@ export interface TpsOptions {
 export async function createTps(settings: Settings, options: TpsOptions = {}): Promise<Tps> {
   const logger = options.logger ?? createLogger(settings.logLevel);
   const catalog = loadCatalog(settings.configDir);
-  const db = await openDatabase(settings.databaseUrl, { migrate: options.migrate });
+  const db = await openDatabase(settings.databaseUrl, { migrate: options.migrate, sqliteSync: settings.sqliteSync });
   const closers: (() => Promise<void>)[] = [];
   try {
     const keyStore = new KnexKeyStore(db.knex);

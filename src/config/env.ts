@@ -17,6 +17,8 @@ export interface Settings {
   workers: number;
   commitMaxBatch: number;
   commitMaxDelayMs: number;
+  /** SQLite's synchronous setting for commits (TPS_SQLITE_SYNC): full survives power loss, normal a crashed process. */
+  sqliteSync: SqliteSync;
   ai: { url?: string; model?: string; apiKey?: string; timeoutMs?: number };
   /** Hot reload (docs/policy-as-code.md): watch operations/ and rules/ (TPS_WATCH_CONFIG), debounced. SIGHUP reloads either way. */
   watchConfig: boolean;
@@ -26,6 +28,15 @@ export interface Settings {
 }
 
 type Env = Record<string, string | undefined>;
+
+export type SqliteSync = 'full' | 'normal';
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${env[name]}"`);
+  return raw as T;
+}
 
 function int(env: Env, name: string, fallback: number, min = 0): number {
   const raw = env[name];
@@ -67,6 +78,7 @@ export function readSettings(env: Env = process.env): Settings {
     workers: int(env, 'TPS_WORKERS', 1, 1),
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
     commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
+    sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),
     ai: {
       url: str(env, 'TPS_AI_URL'),
       model: str(env, 'TPS_AI_MODEL'),

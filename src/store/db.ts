@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import type { SqliteSync } from '../config/env.js';
 import { migrationSource } from './migrations.js';
 import { finalizeStatements } from './sqliteStatements.js';
 
@@ -27,8 +28,8 @@ export interface Database {
 export const DEFAULT_SQLITE_PATH = './data/tps.sqlite';
 
 /** Opens the store named by DATABASE_URL (CONTRACT): postgres://… , sqlite:PATH or a plain path. */
-export async function openDatabase(url: string | undefined, options: { migrate?: boolean } = {}): Promise<Database> {
-  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url));
+export async function openDatabase(url: string | undefined, options: { migrate?: boolean; sqliteSync?: SqliteSync } = {}): Promise<Database> {
+  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full');
   if (options.migrate !== false) {
     try {
       await migrate(db);
@@ -69,13 +70,15 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
   return knex;
 }
 
-function openSqlite(file: string): Database {
+function openSqlite(file: string, sync: SqliteSync): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  // One writer. WAL keeps readers off the writer's back; synchronous=FULL makes each commit survive
-  // power loss, and group commit pays that fsync once per batch, not once per event. The writer
-  // never checkpoints (see checkpointer).
-  const knex = sqlitePool(file, 1, 1, `PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
+  // One writer. WAL keeps readers off the writer's back. synchronous=FULL makes each commit survive
+  // power loss, and group commit pays that fsync once per batch, not once per event; NORMAL
+  // (TPS_SQLITE_SYNC) leaves the fsync to the checkpoints: a commit survives the process being
+  // killed, not the machine losing power. The writer never checkpoints (see checkpointer).
+  const pragmas = `PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync.toUpperCase()}; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;`;
+  const knex = sqlitePool(file, 1, 1, `${pragmas}${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
   const checkpoints = memory ? undefined : checkpointer(file);
@@ -94,19 +97,27 @@ function openSqlite(file: string): Database {
 
 // How often the WAL is copied back into the database file.
 const CHECKPOINT_MS = 200;
+// WAL pages (4 KiB) past which a checkpoint also restarts the WAL.
+const WAL_RESTART_PAGES = 8192;
 
 /**
  * Checkpoints on a connection of their own. Left to the writer, every ~1000 pages of WAL one commit
  * would also copy them back into the database and fsync it: tens of milliseconds during which no
  * evaluation is answered. PASSIVE never waits for the writer or for readers, and runs on another
- * thread of the pool; the writer restarts the WAL once a checkpoint has caught up.
+ * thread of the pool. But the WAL only starts over when a writer finds it fully copied, which a
+ * writer that never pauses does not: once it passes WAL_RESTART_PAGES, a TRUNCATE checkpoint makes
+ * the writer wait for the little that is left to copy, and empties the file.
  */
 function checkpointer(file: string): { stop(): Promise<void> } {
   const knex = sqlitePool(file, 0, 1, 'PRAGMA busy_timeout=5000;');
+  const checkpoint = async () => {
+    const [passive] = (await knex.raw('PRAGMA wal_checkpoint(PASSIVE)')) as { log: number }[];
+    if ((passive?.log ?? 0) > WAL_RESTART_PAGES) await knex.raw('PRAGMA wal_checkpoint(TRUNCATE)');
+  };
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
     // A checkpoint that fails (the database busy or gone) is simply tried again at the next tick.
-    running = running.then(() => knex.raw('PRAGMA wal_checkpoint(PASSIVE)').catch(() => undefined));
+    running = running.then(checkpoint).catch(() => undefined);
   }, CHECKPOINT_MS);
   timer.unref();
   return {

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { generateKey } from '../../src/auth/keys.js';
+import { readSettings } from '../../src/config/env.js';
 import { freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
@@ -106,48 +107,62 @@ test('logs carry no secret key, token or payload value', async (t) => {
   for (const secret of [tps.secretKey, 'svc_sec_WRONG-KEY-VALUE', 'NOTE-VALUE-9', 'PROOF-VALUE-9', 'user_1']) t.false(all.includes(secret), secret);
 });
 
-test('kill -9 loses no acknowledged evaluation', async (t) => {
-  const db = freshDatabase('sqlite');
-  const secretKey = generateKey('secret');
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_ENVIRONMENT: 'test' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (d) => String(d).includes('TPS listening') && resolve());
-      child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+for (const sync of ['full', 'normal']) {
+  test(`kill -9 loses no acknowledged evaluation (TPS_SQLITE_SYNC=${sync})`, async (t) => {
+    const db = freshDatabase('sqlite');
+    const secretKey = generateKey('secret');
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_ENVIRONMENT: 'test', TPS_SQLITE_SYNC: sync },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const acknowledged: string[] = [];
-    let killed = false;
-    const worker = async (w: number) => {
-      for (let i = 0; !killed; i++) {
-        try {
-          const res = await post(`http://127.0.0.1:${port}/api/evaluate`, { ...samples.createCustomer(), actor: { id: `k${w}_${i}` } }, secretKey);
-          if (res.status === 200) acknowledged.push(res.body.telemetryId);
-        } catch {
-          return; // the connection died with the process: not acknowledged
-        }
-      }
-    };
-    const workers = Array.from({ length: 16 }, (_, w) => worker(w));
-    while (acknowledged.length < 300) await new Promise((r) => setTimeout(r, 5));
-    child.kill('SIGKILL');
-    killed = true;
-    await Promise.all(workers);
-    const reopened = await openDatabase(db.url);
     try {
-      const found = await reopened.knex('events').whereIn('telemetry_id', acknowledged).count<{ n: number }[]>({ n: '*' });
-      t.is(Number(found[0]!.n), acknowledged.length);
-      t.true(acknowledged.length >= 300);
-      t.true((await new KnexEventStore(reopened).count()) >= acknowledged.length);
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d) => String(d).includes('TPS listening') && resolve());
+        child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+      });
+      const acknowledged: string[] = [];
+      let killed = false;
+      const worker = async (w: number) => {
+        for (let i = 0; !killed; i++) {
+          try {
+            const res = await post(`http://127.0.0.1:${port}/api/evaluate`, { ...samples.createCustomer(), actor: { id: `k${w}_${i}` } }, secretKey);
+            if (res.status === 200) acknowledged.push(res.body.telemetryId);
+          } catch {
+            return; // the connection died with the process: not acknowledged
+          }
+        }
+      };
+      const workers = Array.from({ length: 16 }, (_, w) => worker(w));
+      while (acknowledged.length < 300) await new Promise((r) => setTimeout(r, 5));
+      child.kill('SIGKILL');
+      killed = true;
+      await Promise.all(workers);
+      const reopened = await openDatabase(db.url);
+      try {
+        const found = await reopened.knex('events').whereIn('telemetry_id', acknowledged).count<{ n: number }[]>({ n: '*' });
+        t.is(Number(found[0]!.n), acknowledged.length);
+        t.true(acknowledged.length >= 300);
+        t.true((await new KnexEventStore(reopened).count()) >= acknowledged.length);
+      } finally {
+        await reopened.close();
+      }
     } finally {
-      await reopened.close();
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await db.drop();
     }
-  } finally {
-    if (child.exitCode === null) child.kill('SIGKILL');
-    await db.drop();
+  });
+}
+
+test('TPS_SQLITE_SYNC sets how the writer commits; anything else stops start-up naming it', async (t) => {
+  for (const [sync, level] of [['full', 2], ['normal', 1]] as const) {
+    const tps = await startTps({ env: { TPS_SQLITE_SYNC: sync } });
+    try {
+      t.deepEqual(await tps.tps.db.knex.raw('PRAGMA synchronous'), [{ synchronous: level }], sync);
+    } finally {
+      await tps.close();
+    }
   }
+  t.throws(() => readSettings({ TPS_SQLITE_SYNC: 'off' }), { message: /TPS_SQLITE_SYNC must be one of full, normal, got "off"/ });
 });
