@@ -85,8 +85,9 @@ export async function bytesPerEvent(db: Database): Promise<{ total: number; even
   const events = Number((await db.knex('events').count<{ n: number | string }[]>({ n: '*' }).first())?.n ?? 0);
   let total: number;
   if (db.dialect === 'postgres') {
-    // The table with all its indexes (the reason keys live in it: see src/store/reasonIndex.ts).
-    const [row] = (await db.knex.raw("select pg_total_relation_size('events') as bytes")).rows;
+    // Every table that grows with the events, each with its indexes and TOAST.
+    const tables = ['events', 'event_reasons', 'event_facets', 'event_time_marks'];
+    const [row] = (await db.knex.raw(`select ${tables.map((t) => `pg_total_relation_size('${t}')`).join(' + ')} as bytes`)).rows;
     total = Number(row.bytes);
   } else {
     await db.knex.raw('PRAGMA wal_checkpoint(TRUNCATE)');

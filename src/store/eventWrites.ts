@@ -69,7 +69,7 @@ export class EventWrites {
       });
       const taken = events.filter((_, i) => !inserted[i]).map((e) => [e.environment, e.telemetryId] as const);
       const existing = new Map<string, StoredEvent>();
-      for (const row of await tx.eventsByKey(taken)) existing.set(keyOf(row.environment, row.telemetry_id), fromRow(row));
+      if (taken.length) for (const row of await tx.eventsByKey(taken)) existing.set(keyOf(row.environment, row.telemetry_id), fromRow(row));
       return { written, inserted, existing };
     });
     result.written.remember();
