@@ -11,7 +11,6 @@ import { hasReason, reasonKey } from './reasonIndex.js';
 import { seqBounds } from './timeMarks.js';
 
 export { fromRow, keyOf, toRow, type EventRow } from './eventRows.js';
-import type { Inserted } from './eventWriteTx.js';
 
 /** A decision event as written: DecisionEvent with its time as epoch milliseconds. */
 export interface EventRecord extends Omit<DecisionEvent, 'createdAt'> {
@@ -49,16 +48,7 @@ export interface PageOptions {
   upTo?: number;
 }
 
-/** What a batch wrote; `remember` keeps its facet ids once the transaction has committed. */
-interface Written {
-  inserted: Inserted[];
-  remember(): void;
-}
-
-
-// SQLite caps bound parameters and compound SELECT terms (500) per statement.
-const CHUNK = 500;
-// Facet ranges per statement in readFacets: SQLite allows 500 terms in a compound SELECT.
+// Ranges per statement in readRanges: SQLite allows 500 terms in a compound SELECT.
 const ARMS = 200;
 // Seqs a multi-predicate page reads in order before it changes plan (see page()).
 const PROBE_WINDOW = 20_000;

@@ -25,9 +25,8 @@ export type EncodeExplanations = (events: readonly EventRecord[]) => Promise<Buf
 export const encodeInLine: EncodeExplanations = async (events) => events.map((e) => encodeExplanation(e.explanation));
 
 /**
- * Writing events: one transaction per batch with its facets, time marks and reason index. It runs
- * where the transaction's connection lives: the PostgreSQL pool, or SQLite's writer thread
- * (sqliteWriter.ts).
+ * Writing events: one transaction per batch with its facets, time marks and reason index. The same
+ * logic for both stores; only the statements differ (eventWriteTx.ts).
  */
 export class EventWrites {
   private readonly facetIds = new FacetIds();
