@@ -116,10 +116,13 @@ function checkpointer(file: string): { stop(): Promise<void> } {
     const [passive] = (await knex.raw('PRAGMA wal_checkpoint(PASSIVE)')) as { log: number }[];
     if ((passive?.log ?? 0) > WAL_RESTART_PAGES) await knex.raw('PRAGMA wal_checkpoint(RESTART)');
   };
-  let running: Promise<unknown> = Promise.resolve();
+  let running: Promise<void> | undefined;
   const timer = setInterval(() => {
-    // A checkpoint that fails (the database busy or gone) is simply tried again at the next tick.
-    running = running.then(checkpoint).catch(() => undefined);
+    // One at a time: a tick that finds the last checkpoint still running skips. One that fails (the
+    // database busy or gone) is simply tried again at the next tick.
+    running ??= checkpoint()
+      .catch(() => undefined)
+      .finally(() => (running = undefined));
   }, CHECKPOINT_MS);
   timer.unref();
   return {

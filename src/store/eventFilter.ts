@@ -15,7 +15,7 @@ export type EventFilter = Omit<EventFilters, 'from' | 'to' | 'limit' | 'cursor'>
   toMs?: number;
 };
 
-const COLUMNS = {
+export const COLUMNS = {
   operationKey: 'operation_key',
   actorId: 'actor_id',
   resourceType: 'resource_type',
@@ -27,41 +27,31 @@ const COLUMNS = {
 
 const EQUALITY = Object.keys(COLUMNS) as (keyof typeof COLUMNS)[];
 
-/** A query over `events as e`, and the column that orders it by seq. */
-export interface EventsQuery {
-  q: Knex.QueryBuilder;
-  seq: string;
-}
-
 /**
- * The environment's events matching the filter, as a query and its seq column. `ordered` asks for a
- * plan that reads them in seq order. `facets`: the ids matching the filter's facet columns
+ * The environment's events matching the filter, as a query over `events as e`. `ordered` asks for
+ * a plan that reads them in seq order. `facets`: the ids matching the filter's facet columns
  * (facets.ts), tested in their place.
  *
- * Filters without an identifier never come here (eventStore reads them by facet). PostgreSQL's
+ * Facet and reason filters without an identifier never come here (eventStore reads them by facet). PostgreSQL's
  * planner chooses the identifier's index by its statistics; SQLite has none worth the name
  * (ANALYZE is never run on a live store), so for an ordered read the store names the index: the
  * actor's, else the resource's, walked newest first, the other filters tested on its rows.
  */
-export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean, facets?: readonly number[]): EventsQuery {
+export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean, facets?: readonly number[]): Knex.QueryBuilder {
   const sqlite = knex.client.config.client !== 'pg';
-  const driver = sqlite && ordered ? DRIVERS.find((d) => f[d.filter] !== undefined) : undefined;
-  const q = driver ? knex.select('e.*').from(knex.raw('?? as e indexed by ??', ['events', `events_env_${driver.column}_seq`])) : knex.select('e.*').from('events as e');
+  const driver = sqlite && ordered ? IDENTIFIERS.find((key) => f[key] !== undefined) : undefined;
+  const q = driver ? knex.select('e.*').from(knex.raw('?? as e indexed by ??', ['events', `events_env_${COLUMNS[driver]}_seq`])) : knex.select('e.*').from('events as e');
   q.where('e.environment', environment);
   for (const key of IDENTIFIERS) if (f[key] !== undefined) q.where(`e.${COLUMNS[key]}`, f[key]);
   if (facets) q.whereIn('e.facet', facets);
   if (f.reason !== undefined) withReason(q, environment, f.reason);
   if (f.fromMs !== undefined) q.where('e.created_at', '>=', f.fromMs);
   if (f.toMs !== undefined) q.where('e.created_at', '<', f.toMs);
-  return { q, seq: 'e.seq' };
+  return q;
 }
 
+// The identifier filters, in SQLite's walk order: an actor's index first.
 const IDENTIFIERS = ['actorId', 'resourceId'] as const;
-// SQLite's walk order: an actor has fewer events than a resource type, a resource than anything else.
-const DRIVERS: { filter: (typeof IDENTIFIERS)[number]; column: string }[] = [
-  { filter: 'actorId', column: 'actor_id' },
-  { filter: 'resourceId', column: 'resource_id' },
-];
 
 /** How many predicates no single index answers alone; two or more may need a second plan (eventStore). */
 export function predicateCount(f: EventFilter): number {

@@ -97,11 +97,11 @@ export class KnexEventStore implements EventStore {
   }
 
   /**
-   * One page of an environment's events matching the filter, in seq order. Every filter has an
-   * index that yields its events in seq order, so a page is one ordered index range; a time range
-   * narrows it to the seqs the range can hold (timeMarks.ts).
+   * One page of an environment's events matching the filter, in seq order. A time range narrows it
+   * to the seqs the range can hold (timeMarks.ts). Facet and reason filters are read as merged
+   * ordered ranges (readRanges); an identifier's filter walks that identifier's index (read).
    *
-   * In PostgreSQL two or more predicates are different: its planner, seeing LIMIT, walks one index
+   * In PostgreSQL an identifier with other predicates is different: its planner, seeing LIMIT, walks one index
    * in order and tests the rest row by row, which is quick when matches are common and a walk
    * through the whole history when they are rare or absent. So such a page first reads in order only
    * the probeWindow seqs nearest its start; if that does not fill it, the rest is read by an
@@ -146,12 +146,12 @@ export class KnexEventStore implements EventStore {
   }
 
   private async read(environment: string, filter: EventFilter, facets: number[] | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
-    const { q, seq } = filteredEvents(this.reader, environment, filter, ordered, facets);
-    if (low !== undefined) q.where(seq, '>=', low);
-    if (high !== undefined && high !== Infinity) q.where(seq, '<=', high);
+    const q = filteredEvents(this.reader, environment, filter, ordered, facets);
+    if (low !== undefined) q.where('e.seq', '>=', low);
+    if (high !== undefined && high !== Infinity) q.where('e.seq', '<=', high);
     // `seq + 0` keeps the planner from walking an index in seq order: it must find the matches first.
-    if (ordered) q.orderBy(seq, order);
-    else q.orderByRaw(`${seq} + 0 ${order}`);
+    if (ordered) q.orderBy('e.seq', order);
+    else q.orderByRaw(`e.seq + 0 ${order}`);
     const rows: EventRow[] = await q.limit(limit);
     return rows.map(fromRow);
   }

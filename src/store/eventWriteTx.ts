@@ -1,17 +1,17 @@
 import type { Knex } from 'knex';
 import type sqlite3 from 'sqlite3';
 import { EVENT_COLUMNS, type EventRow } from './eventRows.js';
-import type { Facet } from './facets.js';
+import { FACET_COLUMNS, type Facet } from './facets.js';
 import { hash32 } from './reasonIndex.js';
 import { all, run } from './sqliteStatements.js';
-import type { Mark, MarkIO } from './timeMarks.js';
+import type { MarkIO } from './timeMarks.js';
 
 /** A row the insert stored: its seq and key. */
 export type Inserted = { seq: number; environment: string; telemetry_id: string };
 
 /**
  * The statements that storing a batch of events needs, inside one transaction. The logic of a
- * batch (eventStore.ts) is the same for both stores; only these differ.
+ * batch (eventWrites.ts) is the same for both stores; so are these, but for the SQL's dialect.
  */
 export interface EventWriteTx extends MarkIO {
   /** Rows are EVENT_COLUMNS values, then the facet id. */
@@ -29,28 +29,90 @@ export interface EventWriteTx extends MarkIO {
 
 export type EventWriter = <T>(work: (tx: EventWriteTx) => Promise<T>) => Promise<T>;
 
-// Bound parameters per statement stay far below SQLite's 32766.
-const MAX_ROWS = 256;
 // pg_advisory_xact_lock(int, int): a class for TPS event writers, an object per schema.
 const WRITER_LOCK_CLASS = 0x545053;
 
-/**
- * Splits n rows into power-of-two chunks (12 → 8 + 4): a multi-row statement is prepared once per
- * size, and there are only a handful of sizes.
- */
-function chunks<T>(rows: readonly T[]): T[][] {
-  const out: T[][] = [];
-  let at = 0;
-  for (let size = MAX_ROWS; size >= 1; size >>= 1) {
-    while (rows.length - at >= size) {
-      out.push(rows.slice(at, at + size));
-      at += size;
-    }
-  }
-  return out;
+/** How a store runs a statement inside the writer's transaction. */
+interface Statements {
+  run(sql: string, params: readonly unknown[]): Promise<void>;
+  all<T>(sql: string, params: readonly unknown[]): Promise<T[]>;
 }
 
+/**
+ * A batch is bound as one JSON parameter, an array of rows, each an array of values, unpacked by
+ * the database (json_each, json_array_elements): one statement of each kind whatever the batch
+ * size, and nothing bound value by value, which cost more CPU than storing the events. The two
+ * stores differ only in how the JSON is unpacked and in PostgreSQL's casts from text.
+ */
+interface JsonRows {
+  /** The FROM of the rows; each row is `value`. */
+  from: string;
+  /** Column i of a row, as a value of this SQL type (text when not given). */
+  value(i: number, type?: string): string;
+}
+
+const SQLITE_JSON: JsonRows = {
+  from: 'json_each(?)',
+  // Column affinity converts the rest; the compressed explanation travels as hex.
+  value: (i, type) => (type === 'bytea' ? `unhex(value->>${i})` : `value->>${i}`),
+};
+
+const POSTGRES_JSON: JsonRows = {
+  from: 'json_array_elements(?::json) AS value',
+  value: (i, type) => (type === 'bytea' ? `decode(value->>${i}, 'hex')` : type ? `(value->>${i})::${type}` : `value->>${i}`),
+};
+
+// The columns a batch writes, with the SQL type of each that is not text.
+const EVENT_INSERT = [...EVENT_COLUMNS, 'facet'];
+const EVENT_TYPES: Record<string, string> = { created_at: 'bigint', score: 'double precision', monitored: 'boolean', explanation_z: 'bytea', facet: 'integer' };
+const EXPLANATION_Z = EVENT_COLUMNS.indexOf('explanation_z');
 const RETURNING = 'RETURNING seq, environment, telemetry_id';
+
+function writeSql(json: JsonRows) {
+  const rows = (types: readonly (string | undefined)[]) => `SELECT ${types.map((t, i) => json.value(i, t)).join(', ')} FROM ${json.from} WHERE true`;
+  const reasonKey = rows(['integer', 'integer', 'bigint']);
+  return {
+    insert: (ignoreConflicts: boolean) =>
+      `INSERT INTO events (${EVENT_INSERT.join(', ')}) ${rows(EVENT_INSERT.map((c) => EVENT_TYPES[c]))} ${ignoreConflicts ? 'ON CONFLICT (environment, telemetry_id) DO NOTHING ' : ''}${RETURNING}`,
+    reasons: `INSERT INTO event_reasons (key, facet, seq) ${reasonKey}`,
+    newFacets: `INSERT INTO event_facets (${FACET_COLUMNS.join(', ')}) ${rows(FACET_COLUMNS.map(() => undefined))} ON CONFLICT DO NOTHING`,
+    facets: `SELECT id, ${FACET_COLUMNS.join(', ')} FROM event_facets WHERE (${FACET_COLUMNS.join(', ')}) IN (${rows(FACET_COLUMNS.map(() => undefined))})`,
+    marksFrom: 'SELECT bucket, lo, hi FROM event_time_marks WHERE environment = ? AND bucket >= ?',
+    saveMarks: `INSERT INTO event_time_marks (environment, bucket, lo, hi) ${rows([undefined, 'bigint', 'bigint', 'bigint'])} ON CONFLICT (environment, bucket) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`,
+    eventsByKey: `SELECT * FROM events WHERE (environment, telemetry_id) IN (${rows([undefined, undefined])})`,
+    deleteReasons: `DELETE FROM event_reasons WHERE (key, facet, seq) IN (${reasonKey})`,
+    deleteEvents: `DELETE FROM events WHERE seq IN (${rows(['bigint'])})`,
+    forgetMarks: 'DELETE FROM event_time_marks WHERE environment = ? AND bucket < ?',
+  };
+}
+
+/** The statements of a batch, the same for both stores but for how the JSON is unpacked. */
+function writeTx(db: Statements, sql: ReturnType<typeof writeSql>): EventWriteTx {
+  const json = (rows: readonly (readonly unknown[])[]) => [JSON.stringify(rows)];
+  return {
+    insertEvents: (rows, ignoreConflicts) =>
+      db.all<Inserted>(sql.insert(ignoreConflicts), json(rows.map((row) => row.map((v, i) => (i === EXPLANATION_Z && v ? (v as Buffer).toString('hex') : v))))),
+    insertReasonRows: (rows) => db.run(sql.reasons, json(rows.map((r) => [r.key, r.facet, r.seq]))),
+    async facetIds(facets) {
+      await db.run(sql.newFacets, json(facets));
+      const found = await db.all<{ id: number | string } & Record<string, string>>(sql.facets, json(facets));
+      const byKey = new Map(found.map((r) => [FACET_COLUMNS.map((c) => r[c]).join('\u0000'), Number(r.id)]));
+      return facets.map((f) => byKey.get(f.join('\u0000'))!);
+    },
+    marksFrom: async (environment, bucket) =>
+      (await db.all<{ bucket: number | string; lo: number | string; hi: number | string }>(sql.marksFrom, [environment, bucket])).map((m) => ({ bucket: Number(m.bucket), lo: Number(m.lo), hi: Number(m.hi) })),
+    saveMarks: (marks) => db.run(sql.saveMarks, json(marks.map((m) => [m.environment, m.bucket, m.lo, m.hi]))),
+    eventsByKey: (keys) => db.all<EventRow>(sql.eventsByKey, json(keys)),
+    async deleteEvents(seqs, reasonRows) {
+      await db.run(sql.deleteReasons, json(reasonRows.map((r) => [r.key, r.facet, r.seq])));
+      await db.run(sql.deleteEvents, json(seqs.map((seq) => [seq])));
+    },
+    forgetMarks: (environment, beforeBucket) => db.run(sql.forgetMarks, [environment, beforeBucket]),
+  };
+}
+
+const SQLITE_SQL = writeSql(SQLITE_JSON);
+const POSTGRES_SQL = writeSql(POSTGRES_JSON);
 
 /**
  * SQLite: the writer connection (the pool holds one) taken from knex for the whole transaction, so
@@ -64,7 +126,7 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
     try {
       await run(conn, 'BEGIN IMMEDIATE');
       try {
-        const result = await work(sqliteTx(conn));
+        const result = await work(writeTx({ run: (sql, params) => run(conn, sql, params), all: (sql, params) => all(conn, sql, params) }, SQLITE_SQL));
         await run(conn, 'COMMIT');
         return result;
       } catch (err) {
@@ -76,64 +138,6 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
     }
   };
 }
-
-// A batch is bound as one JSON parameter and unpacked by json_each: one statement of each kind
-// whatever the batch size. (The compressed explanation travels as hex.)
-const fromJson = (columns: readonly string[], transform: (column: string, i: number) => string = (_, i) => `value->>${i}`) =>
-  `SELECT ${columns.map(transform).join(', ')} FROM json_each(?) WHERE true`;
-const SQLITE_COLUMNS = [...EVENT_COLUMNS, 'facet'];
-const EVENT_VALUES = fromJson(SQLITE_COLUMNS, (column, i) => (column === 'explanation_z' ? `unhex(value->>${i})` : `value->>${i}`));
-const FACET_COLUMNS = ['environment', 'operation_key', 'resource_type', 'decision', 'risk_band', 'source'];
-const SAME_FACET = FACET_COLUMNS.map((c, i) => `f.${c} = k.value->>${i}`).join(' AND ');
-const EXPLANATION_Z = EVENT_COLUMNS.indexOf('explanation_z');
-const hexBlob = (row: readonly unknown[]) => row.map((v, i) => (i === EXPLANATION_Z && v ? (v as Buffer).toString('hex') : v));
-
-const SQL = {
-  insert: (ignoreConflicts: boolean) =>
-    `INSERT INTO events (${SQLITE_COLUMNS.join(', ')}) ${EVENT_VALUES} ${ignoreConflicts ? 'ON CONFLICT (environment, telemetry_id) DO NOTHING ' : ''}${RETURNING}`,
-  reasons: `INSERT INTO event_reasons (key, seq, facet) ${fromJson(['key', 'seq', 'facet'])}`,
-  newFacets: `INSERT INTO event_facets (${FACET_COLUMNS.join(', ')}) ${fromJson(FACET_COLUMNS)} ON CONFLICT DO NOTHING`,
-  facetIds: `SELECT k.key AS i, f.id FROM json_each(?) AS k JOIN event_facets AS f ON ${SAME_FACET}`,
-  marksFrom: 'SELECT bucket, lo, hi FROM event_time_marks WHERE environment = ? AND bucket >= ?',
-  saveMarks: `INSERT INTO event_time_marks (environment, bucket, lo, hi) ${fromJson(['environment', 'bucket', 'lo', 'hi'])} ON CONFLICT (environment, bucket) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`,
-  eventsByKey: 'SELECT e.* FROM json_each(?) AS k JOIN events AS e ON e.environment = k.value->>0 AND e.telemetry_id = k.value->>1',
-  deleteReasons: 'DELETE FROM event_reasons WHERE (key, facet, seq) IN (SELECT value->>0, value->>1, value->>2 FROM json_each(?))',
-  deleteEvents: 'DELETE FROM events WHERE seq IN (SELECT value FROM json_each(?))',
-  forgetMarks: 'DELETE FROM event_time_marks WHERE environment = ? AND bucket < ?',
-};
-
-function sqliteTx(conn: sqlite3.Database): EventWriteTx {
-  return {
-    insertEvents: (rows, ignoreConflicts) => all<Inserted>(conn, SQL.insert(ignoreConflicts), [JSON.stringify(rows.map(hexBlob))]),
-    insertReasonRows: (rows) => run(conn, SQL.reasons, [JSON.stringify(rows.map((r) => [r.key, r.seq, r.facet]))]),
-    async facetIds(facets) {
-      const json = JSON.stringify(facets);
-      await run(conn, SQL.newFacets, [json]);
-      const ids: number[] = [];
-      for (const r of await all<{ i: number; id: number }>(conn, SQL.facetIds, [json])) ids[r.i] = r.id;
-      return ids;
-    },
-    marksFrom: (environment, bucket) => all<Mark>(conn, SQL.marksFrom, [environment, bucket]),
-    saveMarks: (marks) => run(conn, SQL.saveMarks, [JSON.stringify(marks.map((m) => [m.environment, m.bucket, m.lo, m.hi]))]),
-    eventsByKey: (keys) => all<EventRow>(conn, SQL.eventsByKey, [JSON.stringify(keys)]),
-    async deleteEvents(seqs, reasonRows) {
-      await run(conn, SQL.deleteReasons, [JSON.stringify(reasonRows.map((r) => [r.key, r.facet, r.seq]))]);
-      await run(conn, SQL.deleteEvents, [JSON.stringify(seqs)]);
-    },
-    forgetMarks: (environment, beforeBucket) => run(conn, SQL.forgetMarks, [environment, beforeBucket]),
-  };
-}
-
-// PostgreSQL's casts for SQLITE_COLUMNS: assignment from text needs them for all but text columns.
-const PG_TYPES: Record<string, string> = { created_at: 'bigint', score: 'double precision', monitored: 'boolean', facet: 'integer' };
-const pgValue = (column: string, i: number) => (column === 'explanation_z' ? `decode(v->>${i}, 'hex')` : PG_TYPES[column] ? `(v->>${i})::${PG_TYPES[column]}` : `v->>${i}`);
-const PG_SQL = {
-  insert: (ignoreConflicts: boolean) =>
-    `INSERT INTO events (${SQLITE_COLUMNS.join(', ')}) SELECT ${SQLITE_COLUMNS.map(pgValue).join(', ')} FROM json_array_elements(?::json) AS v ${ignoreConflicts ? 'ON CONFLICT (environment, telemetry_id) DO NOTHING ' : ''}${RETURNING}`,
-  reasons: 'INSERT INTO event_reasons (key, facet, seq) SELECT (v->>0)::integer, (v->>1)::integer, (v->>2)::bigint FROM json_array_elements(?::json) AS v',
-  saveMarks:
-    'INSERT INTO event_time_marks (environment, bucket, lo, hi) SELECT v->>0, (v->>1)::bigint, (v->>2)::bigint, (v->>3)::bigint FROM json_array_elements(?::json) AS v ON CONFLICT (environment, bucket) DO UPDATE SET lo = excluded.lo, hi = excluded.hi',
-};
 
 /**
  * PostgreSQL: a knex transaction. It hands out seq before commit, so two writers could commit out
@@ -147,33 +151,10 @@ export function postgresEventWriter(knex: Knex): EventWriter {
   return (work) =>
     knex.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(?, ?)', [WRITER_LOCK_CLASS, lock]);
-      return work({
-        // As in SQLite, a batch is one JSON parameter: knex building a multi-row insert and the
-        // driver binding each value cost more CPU than PostgreSQL unpacking the JSON.
-        insertEvents: async (rows, ignoreConflicts) => (await trx.raw(PG_SQL.insert(ignoreConflicts), [JSON.stringify(rows.map(hexBlob))])).rows as Inserted[],
-        insertReasonRows: async (rows) => void (await trx.raw(PG_SQL.reasons, [JSON.stringify(rows.map((r) => [r.key, r.facet, r.seq]))])),
-        async facetIds(facets) {
-          const rows = facets.map((f) => Object.fromEntries(FACET_COLUMNS.map((c, i) => [c, f[i]])));
-          await trx('event_facets').insert(rows).onConflict(FACET_COLUMNS).ignore();
-          const found: ({ id: number } & Record<string, string>)[] = await trx('event_facets').select('id', ...FACET_COLUMNS).whereIn(FACET_COLUMNS, facets.map((f) => [...f]));
-          const byKey = new Map(found.map((r) => [FACET_COLUMNS.map((c) => r[c]).join('\u0000'), Number(r.id)]));
-          return facets.map((f) => byKey.get(f.join('\u0000'))!);
-        },
-        marksFrom: async (environment, bucket) =>
-          (await trx('event_time_marks').select('bucket', 'lo', 'hi').where('environment', environment).where('bucket', '>=', bucket)).map(
-            (m: { bucket: number | string; lo: number | string; hi: number | string }) => ({ bucket: Number(m.bucket), lo: Number(m.lo), hi: Number(m.hi) }),
-          ),
-        saveMarks: async (marks) => void (await trx.raw(PG_SQL.saveMarks, [JSON.stringify(marks.map((m) => [m.environment, m.bucket, m.lo, m.hi]))])),
-        async deleteEvents(seqs, reasonRows) {
-          for (const chunk of chunks(reasonRows)) await trx('event_reasons').whereIn(['key', 'facet', 'seq'], chunk.map((r) => [r.key, r.facet, r.seq])).delete();
-          for (const chunk of chunks(seqs)) await trx('events').whereIn('seq', chunk).delete();
-        },
-        forgetMarks: async (environment, beforeBucket) => void (await trx('event_time_marks').where('environment', environment).where('bucket', '<', beforeBucket).delete()),
-        async eventsByKey(keys) {
-          const rows: EventRow[] = [];
-          for (const chunk of chunks(keys)) rows.push(...(await trx<EventRow>('events').whereIn(['environment', 'telemetry_id'], chunk.map((k) => [...k]))));
-          return rows;
-        },
-      });
+      const db: Statements = {
+        run: async (sql, params) => void (await trx.raw(sql, params as Knex.Value[])),
+        all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
+      };
+      return work(writeTx(db, POSTGRES_SQL));
     });
 }

@@ -13,8 +13,8 @@ const DICTIONARIES: Record<number, Buffer> = { [V1]: Buffer.from(EXPLANATION_DIC
 export const CURRENT_EXPLANATION_FORMAT: { readonly version: number; readonly dictionary: Buffer } = { version: V1, dictionary: DICTIONARIES[V1]! };
 
 export function encodeExplanation(explanation: Explanation): Buffer {
-  const body = zlib.deflateRawSync(JSON.stringify(explanation), { dictionary: DICTIONARIES[V1] });
-  return Buffer.concat([Buffer.of(V1), body]);
+  const { version, dictionary } = CURRENT_EXPLANATION_FORMAT;
+  return Buffer.concat([Buffer.of(version), zlib.deflateRawSync(JSON.stringify(explanation), { dictionary })]);
 }
 
 export function decodeExplanation(stored: Buffer | Uint8Array): Explanation {

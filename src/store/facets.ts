@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { EventRecord } from './eventStore.js';
-import type { EventFilter } from './eventFilter.js';
+import { COLUMNS, type EventFilter } from './eventFilter.js';
 
 /**
  * A facet is one combination of the filters that have few values: environment, operation, resource
@@ -13,7 +13,8 @@ import type { EventFilter } from './eventFilter.js';
 export type Facet = readonly [environment: string, operationKey: string, resourceType: string, decision: string, riskBand: string, source: string];
 
 export const FACET_FILTERS = ['operationKey', 'resourceType', 'decision', 'riskBand', 'source'] as const satisfies readonly (keyof EventFilter)[];
-const COLUMN = { operationKey: 'operation_key', resourceType: 'resource_type', decision: 'decision', riskBand: 'risk_band', source: 'source' } as const;
+/** event_facets' columns, in the order of a Facet. */
+export const FACET_COLUMNS = ['environment', ...FACET_FILTERS.map((key) => COLUMNS[key])];
 
 export const facetOf = (e: EventRecord): Facet => [e.environment, e.operationKey, e.resourceType, e.decision, e.riskBand ?? '', e.source];
 
@@ -22,7 +23,7 @@ export const hasFacetFilter = (f: EventFilter): boolean => FACET_FILTERS.some((k
 /** The environment's facet ids that the filter's facet columns allow. */
 export async function matchingFacets(knex: Knex, environment: string, f: EventFilter): Promise<number[]> {
   const q = knex('event_facets').select('id').where('environment', environment);
-  for (const key of FACET_FILTERS) if (f[key] !== undefined) q.where(COLUMN[key], f[key]);
+  for (const key of FACET_FILTERS) if (f[key] !== undefined) q.where(COLUMNS[key], f[key]);
   return (await q).map((r: { id: number | string }) => Number(r.id));
 }
 

@@ -1,27 +1,16 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Explanation } from '../../src/api/types.js';
-import { Evaluator } from '../../src/evaluate/evaluator.js';
+import { OfflineEvaluator } from '../../src/evaluate/offline.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
-import { MemoryChallengeStore } from '../../src/state/challenges.js';
-import { MemoryVelocityCounter } from '../../src/state/counters.js';
 import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
 import { ExplanationEncoder } from '../../src/store/explanationEncoder.js';
+import { REPO_ROOT } from '../helpers/tps.js';
 
-const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Explanations as the evaluate path makes them, one per decision of the sample configuration. */
 async function evaluatedExplanations(): Promise<Explanation[]> {
-  const catalog = loadCatalog(REPO_ROOT);
-  const out: Explanation[] = [];
-  const evaluator = new Evaluator({
-    catalog: () => catalog,
-    counters: new MemoryVelocityCounter(),
-    challenges: new MemoryChallengeStore(),
-    record: async (e) => void out.push(e.explanation),
-    challengeTtlMs: 600_000,
-  });
+  const offline = new OfflineEvaluator({ catalog: loadCatalog(REPO_ROOT) });
   const session = { sessionId: 'sess-1', continuityStrength: 0.9, recentHumanSignalAgeSeconds: 5 };
   const stepUp = { operationKey: 'bank_account.update', actor: { id: 'user-2', authenticated: true }, resource: { type: 'account', id: 'acct-2' }, requestData: { fields: ['iban'] }, session: { sessionId: 'sess-2', continuityStrength: 0.9 } };
   for (const body of [
@@ -33,9 +22,9 @@ async function evaluatedExplanations(): Promise<Explanation[]> {
     { operationKey: 'customer.read_pii', actor: { id: 'user-4', authenticated: true, role: 'sales' }, resource: { type: 'customer', id: 'cust-4' }, session },
     { operationKey: 'customer.read_pii', actor: { id: 'user-5', authenticated: true, roles: ['support'] }, resource: { type: 'customer', id: 'cust-5', classification: 'pii' }, session },
   ]) {
-    await evaluator.evaluate('unit', body);
+    await offline.evaluate(body, 'unit');
   }
-  return out;
+  return offline.events.map((e) => e.explanation);
 }
 
 const handMade: Explanation[] = [
