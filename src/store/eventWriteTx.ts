@@ -4,20 +4,24 @@ import { EVENT_COLUMNS, type EventRow } from './eventRows.js';
 import { FACET_COLUMNS, type Facet } from './facets.js';
 import { hash32 } from './reasonIndex.js';
 import { all, run } from './sqliteStatements.js';
-import type { MarkIO } from './timeMarks.js';
+import { BUCKET_MS, marksUpsertSql } from './timeMarks.js';
 
 /** A row the insert stored: its seq and key. */
 export type Inserted = { seq: number; environment: string; telemetry_id: string };
 
+/** An event to insert: EVENT_COLUMNS values, then its facet id, then its reason keys (reasonIndex.ts). */
+export type EventInsert = readonly unknown[];
+
 /**
- * The statements that storing a batch of events needs, inside one transaction. The logic of a
- * batch (eventWrites.ts) is the same for both stores; so are these, but for the SQL's dialect.
+ * The statements of a transaction of event writes (eventWrites.ts holds their logic). The same
+ * for both stores, but for the SQL's dialect.
  */
-export interface EventWriteTx extends MarkIO {
-  /** Rows are EVENT_COLUMNS values, then the facet id. */
-  insertEvents(rows: readonly unknown[][], ignoreConflicts: boolean): Promise<Inserted[]>;
-  /** The event_reasons rows (reasonIndex.ts). */
-  insertReasonRows(rows: readonly { key: number; seq: number; facet: number }[]): Promise<void>;
+export interface EventWriteTx {
+  /**
+   * Stores the events with their reason index rows and time marks, and returns those stored. With
+   * ignoreConflicts, an event whose key is taken is skipped; without, it fails the whole batch.
+   */
+  insertEvents(rows: readonly EventInsert[], ignoreConflicts: boolean): Promise<Inserted[]>;
   /** The ids of these facets (facets.ts), created where new. */
   facetIds(facets: readonly Facet[]): Promise<number[]>;
   eventsByKey(keys: readonly (readonly [environment: string, telemetryId: string])[]): Promise<EventRow[]>;
@@ -27,7 +31,14 @@ export interface EventWriteTx extends MarkIO {
   forgetMarks(environment: string, beforeBucket: number): Promise<void>;
 }
 
-export type EventWriter = <T>(work: (tx: EventWriteTx) => Promise<T>) => Promise<T>;
+export interface EventWriter {
+  transaction<T>(work: (tx: EventWriteTx) => Promise<T>): Promise<T>;
+  /**
+   * insertEvents (a taken key fails it) as a transaction of its own and in one statement: the
+   * evaluate path's commit is one round trip to the database, not one per table.
+   */
+  insertAlone(rows: readonly EventInsert[]): Promise<void>;
+}
 
 // pg_advisory_xact_lock(int, int): a class for TPS event writers, an object per schema.
 const WRITER_LOCK_CLASS = 0x545053;
@@ -42,43 +53,52 @@ interface Statements {
  * A batch is bound as one JSON parameter, an array of rows, each an array of values, unpacked by
  * the database (json_each, json_array_elements): one statement of each kind whatever the batch
  * size, and nothing bound value by value, which cost more CPU than storing the events. The two
- * stores differ only in how the JSON is unpacked and in PostgreSQL's casts from text.
+ * stores differ only in how the JSON is unpacked, in PostgreSQL's casts from text, and in how the
+ * batch's insert also writes its reason rows and time marks (insertSql).
  */
-interface JsonRows {
-  /** The FROM of the rows; each row is `value`. */
-  from: string;
+interface Dialect {
+  /** A FROM item over the rows of the JSON array `param`; each row is `value`. */
+  rows(param: string): string;
   /** Column i of a row, as a value of this SQL type (text when not given). */
   value(i: number, type?: string): string;
+  /** timeMarks.bucketOf over an integer column. */
+  bucket(column: string): string;
 }
 
-const SQLITE_JSON: JsonRows = {
-  from: 'json_each(?)',
+const SQLITE: Dialect = {
+  rows: (param) => `json_each(${param})`,
   // Column affinity converts the rest; the compressed explanation travels as hex.
   value: (i, type) => (type === 'bytea' ? `unhex(value->>${i})` : `value->>${i}`),
+  // Integer division truncates; bucketOf floors.
+  bucket: (c) => `(${c} / ${BUCKET_MS} - (${c} % ${BUCKET_MS} < 0))`,
 };
 
-const POSTGRES_JSON: JsonRows = {
-  from: 'json_array_elements(?::json) AS value',
+const POSTGRES: Dialect = {
+  rows: (param) => `json_array_elements(${param}::json) AS value`,
   value: (i, type) => (type === 'bytea' ? `decode(value->>${i}, 'hex')` : type ? `(value->>${i})::${type}` : `value->>${i}`),
+  bucket: (c) => `(${c} / ${BUCKET_MS} - (${c} % ${BUCKET_MS} < 0)::int)`,
 };
 
-// The columns a batch writes, with the SQL type of each that is not text.
+// An EventInsert's columns, with the SQL type of each that is not text; its reason keys follow.
 const EVENT_INSERT = [...EVENT_COLUMNS, 'facet'];
 const EVENT_TYPES: Record<string, string> = { created_at: 'bigint', score: 'double precision', monitored: 'boolean', explanation_z: 'bytea', facet: 'integer' };
 const EXPLANATION_Z = EVENT_COLUMNS.indexOf('explanation_z');
-const RETURNING = 'RETURNING seq, environment, telemetry_id';
+const [TELEMETRY_ID, ENVIRONMENT, REASON_KEYS] = [EVENT_INSERT.indexOf('telemetry_id'), EVENT_INSERT.indexOf('environment'), EVENT_INSERT.length];
 
-function writeSql(json: JsonRows) {
-  const rows = (types: readonly (string | undefined)[]) => `SELECT ${types.map((t, i) => json.value(i, t)).join(', ')} FROM ${json.from} WHERE true`;
+function writeSql(d: Dialect) {
+  const rows = (types: readonly (string | undefined)[]) => `SELECT ${types.map((t, i) => d.value(i, t)).join(', ')} FROM ${d.rows('?')} WHERE true`;
   const reasonKey = rows(['integer', 'integer', 'bigint']);
   return {
-    insert: (ignoreConflicts: boolean) =>
-      `INSERT INTO events (${EVENT_INSERT.join(', ')}) ${rows(EVENT_INSERT.map((c) => EVENT_TYPES[c]))} ${ignoreConflicts ? 'ON CONFLICT (environment, telemetry_id) DO NOTHING ' : ''}${RETURNING}`,
-    reasons: `INSERT INTO event_reasons (key, facet, seq) ${reasonKey}`,
+    /** The events insert's columns and values, FROM a relation of rows named value. */
+    insertEvents: (from: string, ignoreConflicts: boolean) =>
+      `INSERT INTO events (${EVENT_INSERT.join(', ')}) SELECT ${EVENT_INSERT.map((c, i) => d.value(i, EVENT_TYPES[c])).join(', ')} FROM ${from} ${
+        ignoreConflicts ? 'ON CONFLICT (environment, telemetry_id) DO NOTHING' : ''
+      }`,
+    /** The batch's rows (`batch`, as b) joined to the events it added (`added`, as e), once per reason key (`keys` of b.value). */
+    addedReasons: (batch: string, added: string, keys: (row: string) => string) =>
+      `FROM ${batch} AS b JOIN ${added} ON e.environment = b.value->>${ENVIRONMENT} AND e.telemetry_id = b.value->>${TELEMETRY_ID} CROSS JOIN ${keys(`b.value->${REASON_KEYS}`)}`,
     newFacets: `INSERT INTO event_facets (${FACET_COLUMNS.join(', ')}) ${rows(FACET_COLUMNS.map(() => undefined))} ON CONFLICT DO NOTHING`,
     facets: `SELECT id, ${FACET_COLUMNS.join(', ')} FROM event_facets WHERE (${FACET_COLUMNS.join(', ')}) IN (${rows(FACET_COLUMNS.map(() => undefined))})`,
-    marksFrom: 'SELECT bucket, lo, hi FROM event_time_marks WHERE environment = ? AND bucket >= ?',
-    saveMarks: `INSERT INTO event_time_marks (environment, bucket, lo, hi) ${rows([undefined, 'bigint', 'bigint', 'bigint'])} ON CONFLICT (environment, bucket) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`,
     eventsByKey: `SELECT * FROM events WHERE (environment, telemetry_id) IN (${rows([undefined, undefined])})`,
     deleteReasons: `DELETE FROM event_reasons WHERE (key, facet, seq) IN (${reasonKey})`,
     deleteEvents: `DELETE FROM events WHERE seq IN (${rows(['bigint'])})`,
@@ -86,75 +106,166 @@ function writeSql(json: JsonRows) {
   };
 }
 
-/** The statements of a batch, the same for both stores but for how the JSON is unpacked. */
-function writeTx(db: Statements, sql: ReturnType<typeof writeSql>): EventWriteTx {
-  const json = (rows: readonly (readonly unknown[])[]) => [JSON.stringify(rows)];
+const SQLITE_SQL = writeSql(SQLITE);
+const POSTGRES_SQL = writeSql(POSTGRES);
+
+/** Rows as one JSON parameter; the compressed explanation as hex. */
+const json = (rows: readonly (readonly unknown[])[]) => JSON.stringify(rows);
+const eventsJson = (rows: readonly EventInsert[]) => json(rows.map((row) => row.map((v, i) => (i === EXPLANATION_Z && v ? (v as Buffer).toString('hex') : v))));
+
+/** The statements of a transaction, but for the events insert (a store's own). */
+function writeTx(db: Statements, sql: typeof SQLITE_SQL, insertEvents: EventWriteTx['insertEvents']): EventWriteTx {
   return {
-    insertEvents: (rows, ignoreConflicts) =>
-      db.all<Inserted>(sql.insert(ignoreConflicts), json(rows.map((row) => row.map((v, i) => (i === EXPLANATION_Z && v ? (v as Buffer).toString('hex') : v))))),
-    insertReasonRows: (rows) => db.run(sql.reasons, json(rows.map((r) => [r.key, r.facet, r.seq]))),
+    insertEvents,
     async facetIds(facets) {
-      await db.run(sql.newFacets, json(facets));
-      const found = await db.all<{ id: number | string } & Record<string, string>>(sql.facets, json(facets));
+      await db.run(sql.newFacets, [json(facets)]);
+      const found = await db.all<{ id: number | string } & Record<string, string>>(sql.facets, [json(facets)]);
       const byKey = new Map(found.map((r) => [FACET_COLUMNS.map((c) => r[c]).join('\u0000'), Number(r.id)]));
       return facets.map((f) => byKey.get(f.join('\u0000'))!);
     },
-    marksFrom: async (environment, bucket) =>
-      (await db.all<{ bucket: number | string; lo: number | string; hi: number | string }>(sql.marksFrom, [environment, bucket])).map((m) => ({ bucket: Number(m.bucket), lo: Number(m.lo), hi: Number(m.hi) })),
-    saveMarks: (marks) => db.run(sql.saveMarks, json(marks.map((m) => [m.environment, m.bucket, m.lo, m.hi]))),
-    eventsByKey: (keys) => db.all<EventRow>(sql.eventsByKey, json(keys)),
+    eventsByKey: (keys) => db.all<EventRow>(sql.eventsByKey, [json(keys)]),
     async deleteEvents(seqs, reasonRows) {
-      await db.run(sql.deleteReasons, json(reasonRows.map((r) => [r.key, r.facet, r.seq])));
-      await db.run(sql.deleteEvents, json(seqs.map((seq) => [seq])));
+      await db.run(sql.deleteReasons, [json(reasonRows.map((r) => [r.key, r.facet, r.seq]))]);
+      await db.run(sql.deleteEvents, [json(seqs.map((seq) => [seq]))]);
     },
     forgetMarks: (environment, beforeBucket) => db.run(sql.forgetMarks, [environment, beforeBucket]),
   };
 }
 
-const SQLITE_SQL = writeSql(SQLITE_JSON);
-const POSTGRES_SQL = writeSql(POSTGRES_JSON);
+/**
+ * SQLite has no statement that writes three tables, but a trigger can: inserting a batch into the
+ * view event_batches inserts its events, then their reason rows, then their time marks, as one
+ * statement (and so, alone, as one transaction). Both are TEMP, kept by the writer connection and
+ * built from the code's own column lists. `base` is the highest seq before the batch: the events
+ * the batch added are those above it (seq is AUTOINCREMENT, never reused).
+ */
+const SQLITE_BATCHES = `
+  CREATE TEMP VIEW IF NOT EXISTS event_batches (events, base, strict) AS SELECT NULL, NULL, NULL;
+  CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches BEGIN
+    ${SQLITE_SQL.insertEvents('json_each(NEW.events) WHERE true ORDER BY key', true)};
+    SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.environment, events.telemetry_id')
+      WHERE NEW.strict AND (SELECT count(*) FROM events NOT INDEXED WHERE seq > NEW.base) < json_array_length(NEW.events);
+    INSERT INTO event_reasons (key, facet, seq) SELECT DISTINCT k.value, e.facet, e.seq
+      ${SQLITE_SQL.addedReasons('json_each(NEW.events)', 'events e', (keys) => `json_each(${keys}) AS k`)} WHERE e.seq > NEW.base;
+    ${marksUpsertSql('(SELECT environment, created_at, seq FROM events NOT INDEXED WHERE seq > NEW.base)', SQLITE.bucket)};
+  END;`;
+const SQLITE_BASE = 'SELECT coalesce(max(seq), 0) AS base FROM events';
+const SQLITE_INSERT_BATCH = 'INSERT INTO event_batches (events, base, strict) VALUES (?, ?, ?)';
+const SQLITE_INSERT_ALONE = `INSERT INTO event_batches (events, base, strict) VALUES (?, (${SQLITE_BASE}), 1)`;
+const SQLITE_ADDED = 'SELECT seq, environment, telemetry_id FROM events WHERE seq > ? ORDER BY seq';
+
+const batchesReady = new WeakMap<sqlite3.Database, Promise<void>>();
+const exec = (conn: sqlite3.Database, sql: string) => new Promise<void>((resolve, reject) => conn.exec(sql, (err) => (err ? reject(err) : resolve())));
+
+/** The writer connection, with event_batches made on it once. */
+async function sqliteWriter(knex: Knex): Promise<sqlite3.Database> {
+  const conn = (await knex.client.acquireConnection()) as sqlite3.Database;
+  let ready = batchesReady.get(conn);
+  if (!ready) {
+    ready = exec(conn, SQLITE_BATCHES);
+    batchesReady.set(conn, ready);
+  }
+  try {
+    await ready;
+  } catch (err) {
+    await failed(knex, conn);
+    throw err;
+  }
+  return conn;
+}
+
+/**
+ * After a failed write, event_batches is dropped, to be made again by the next: a trigger that
+ * names a table which is gone (a store being restored, say) would otherwise also fail SQLite's
+ * check of every schema change on this connection, such as renaming the table back.
+ */
+async function failed(knex: Knex, conn: sqlite3.Database): Promise<void> {
+  batchesReady.delete(conn);
+  await exec(conn, 'DROP TRIGGER IF EXISTS temp.event_batches_insert; DROP VIEW IF EXISTS temp.event_batches;').catch(() => undefined);
+  knex.client.releaseConnection(conn);
+}
 
 /**
  * SQLite: the writer connection (the pool holds one) taken from knex for the whole transaction, so
  * nothing else runs on it meanwhile, and every statement prepared once (sqliteStatements.ts).
  * BEGIN IMMEDIATE takes the write lock up front, so another process's writer waits in busy_timeout
- * instead of failing on a lock upgrade.
+ * instead of failing on a lock upgrade. (A lone statement that writes takes it at its start.)
  */
 export function sqliteEventWriter(knex: Knex): EventWriter {
-  return async (work) => {
-    const conn = (await knex.client.acquireConnection()) as sqlite3.Database;
-    try {
-      await run(conn, 'BEGIN IMMEDIATE');
+  const statements = (conn: sqlite3.Database): Statements => ({ run: (sql, params) => run(conn, sql, params), all: (sql, params) => all(conn, sql, params) });
+  return {
+    async transaction(work) {
+      const conn = await sqliteWriter(knex);
+      const db = statements(conn);
       try {
-        const result = await work(writeTx({ run: (sql, params) => run(conn, sql, params), all: (sql, params) => all(conn, sql, params) }, SQLITE_SQL));
-        await run(conn, 'COMMIT');
-        return result;
+        await db.run('BEGIN IMMEDIATE', []);
+        try {
+          const result = await work(
+            writeTx(db, SQLITE_SQL, async (rows, ignoreConflicts) => {
+              const [{ base }] = (await db.all<{ base: number }>(SQLITE_BASE, [])) as [{ base: number }];
+              await db.run(SQLITE_INSERT_BATCH, [eventsJson(rows), base, ignoreConflicts ? 0 : 1]);
+              return db.all<Inserted>(SQLITE_ADDED, [base]);
+            }),
+          );
+          await db.run('COMMIT', []);
+          knex.client.releaseConnection(conn);
+          return result;
+        } catch (err) {
+          await db.run('ROLLBACK', []).catch(() => undefined);
+          throw err;
+        }
       } catch (err) {
-        await run(conn, 'ROLLBACK').catch(() => undefined);
+        await failed(knex, conn);
         throw err;
       }
-    } finally {
+    },
+    async insertAlone(rows) {
+      const conn = await sqliteWriter(knex);
+      try {
+        await run(conn, SQLITE_INSERT_ALONE, [eventsJson(rows)]);
+      } catch (err) {
+        await failed(knex, conn);
+        throw err;
+      }
       knex.client.releaseConnection(conn);
-    }
+    },
   };
 }
 
 /**
- * PostgreSQL: a knex transaction. It hands out seq before commit, so two writers could commit out
- * of seq order and a stream reader that already passed seq N would never see N-1. Event writers
- * therefore take one transaction-scoped lock: seq order is commit order. Group commit makes this
- * one lock per batch, not per event.
+ * PostgreSQL: one statement, its data-modifying WITH inserting the events, then their reason rows
+ * and time marks from what the insert returned. It takes the writers' transaction-scoped lock
+ * before the insert draws any seq: PostgreSQL hands out seq before commit, so two writers could
+ * commit out of seq order and a stream reader that already passed seq N would never see N-1; under
+ * the lock, seq order is commit order. Group commit makes this one lock per batch.
  */
+function postgresInsert(ignoreConflicts: boolean): string {
+  return `WITH batch AS (SELECT value FROM ${POSTGRES.rows('?')}),
+    locked AS (SELECT pg_advisory_xact_lock(${WRITER_LOCK_CLASS}, ?)),
+    e AS (${POSTGRES_SQL.insertEvents('batch, locked', ignoreConflicts)} RETURNING seq, environment, telemetry_id, created_at, facet),
+    reasons AS (INSERT INTO event_reasons (key, facet, seq) SELECT DISTINCT k.value::integer, e.facet, e.seq
+      ${POSTGRES_SQL.addedReasons('batch', 'e', (keys) => `LATERAL json_array_elements_text(${keys}) AS k(value)`)}),
+    marks AS (${marksUpsertSql('e', POSTGRES.bucket)})
+    SELECT seq, environment, telemetry_id FROM e`;
+}
+const POSTGRES_INSERT = { strict: postgresInsert(false), ignoring: postgresInsert(true) };
+
+/** PostgreSQL: a knex transaction, or for insertAlone the statement on its own. */
 export function postgresEventWriter(knex: Knex): EventWriter {
   const config = knex.client.config as { searchPath?: string[] };
   const lock = hash32(config.searchPath?.[0] ?? 'public');
-  return (work) =>
-    knex.transaction(async (trx) => {
-      await trx.raw('select pg_advisory_xact_lock(?, ?)', [WRITER_LOCK_CLASS, lock]);
-      const db: Statements = {
-        run: async (sql, params) => void (await trx.raw(sql, params as Knex.Value[])),
-        all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
-      };
-      return work(writeTx(db, POSTGRES_SQL));
-    });
+  const insert = async (db: Knex | Knex.Transaction, rows: readonly EventInsert[], ignoreConflicts: boolean): Promise<Inserted[]> =>
+    (await db.raw(ignoreConflicts ? POSTGRES_INSERT.ignoring : POSTGRES_INSERT.strict, [eventsJson(rows), lock])).rows as Inserted[];
+  return {
+    transaction: (work) =>
+      knex.transaction(async (trx) => {
+        await trx.raw(`select pg_advisory_xact_lock(${WRITER_LOCK_CLASS}, ?)`, [lock]);
+        const db: Statements = {
+          run: async (sql, params) => void (await trx.raw(sql, params as Knex.Value[])),
+          all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
+        };
+        return work(writeTx(db, POSTGRES_SQL, (rows, ignoreConflicts) => insert(trx, rows, ignoreConflicts)));
+      }),
+    insertAlone: async (rows) => void (await insert(knex, rows, false)),
+  };
 }

@@ -1,10 +1,10 @@
 import { fromRow, keyOf, rowValues } from './eventRows.js';
-import type { EventWriter, EventWriteTx, Inserted } from './eventWriteTx.js';
+import type { EventInsert, EventWriter } from './eventWriteTx.js';
 import { encodeExplanation } from './explanationCodec.js';
 import { FacetIds, facetOf } from './facets.js';
-import { reasonRows } from './reasonIndex.js';
+import { reasonKeys, reasonRows } from './reasonIndex.js';
 import type { EventRecord, InsertNewResult, StoredEvent } from './eventStore.js';
-import { bucketOf, markBatch } from './timeMarks.js';
+import { bucketOf } from './timeMarks.js';
 
 /** An event retention deletes: what finds its reason index rows. */
 export interface PrunedRow {
@@ -13,20 +13,14 @@ export interface PrunedRow {
   reasons: string[];
 }
 
-/** What a batch wrote; `remember` keeps its facet ids once the transaction has committed. */
-interface Written {
-  inserted: Inserted[];
-  remember(): void;
-}
-
 /** Deflates a batch's explanations (explanationCodec.ts), in line or on another thread. */
 export type EncodeExplanations = (events: readonly EventRecord[]) => Promise<Buffer[]>;
 
 export const encodeInLine: EncodeExplanations = async (events) => events.map((e) => encodeExplanation(e.explanation));
 
 /**
- * Writing events: one transaction per batch with its facets, time marks and reason index. The same
- * logic for both stores; only the statements differ (eventWriteTx.ts).
+ * Writing events: one statement per batch that also writes its reason index and time marks. The
+ * same logic for both stores; only the statements differ (eventWriteTx.ts).
  */
 export class EventWrites {
   private readonly facetIds = new FacetIds();
@@ -36,13 +30,10 @@ export class EventWrites {
     private readonly encode: EncodeExplanations,
   ) {}
 
-  /** Stores a batch in one transaction; a clash with a stored telemetryId fails the whole batch. */
+  /** Stores a batch in one statement; a clash with a stored telemetryId fails the whole batch. */
   async insertBatch(events: readonly EventRecord[]): Promise<void> {
     if (events.length === 0) return;
-    // Before the transaction opens, so it is never held open while explanations are deflated.
-    const explanations = await this.encode(events);
-    const written = await this.writer((tx) => this.writeRows(tx, events, explanations, false));
-    written.remember();
+    await this.writer.insertAlone(await this.rows(events));
   }
 
   /**
@@ -57,11 +48,9 @@ export class EventWrites {
       const key = keyOf(e.environment, e.telemetryId);
       if (!first.has(key)) first.set(key, i);
     });
-    const candidates = [...first.values()].map((i) => events[i]!);
-    const explanations = await this.encode(candidates);
-    const result = await this.writer(async (tx) => {
-      const written = await this.writeRows(tx, candidates, explanations, true);
-      const stored = new Set(written.inserted.map((r) => keyOf(r.environment, r.telemetry_id)));
+    const rows = await this.rows([...first.values()].map((i) => events[i]!));
+    return this.writer.transaction(async (tx) => {
+      const stored = new Set((await tx.insertEvents(rows, true)).map((r) => keyOf(r.environment, r.telemetry_id)));
       const inserted = events.map((e, i) => {
         const key = keyOf(e.environment, e.telemetryId);
         return first.get(key) === i && stored.has(key);
@@ -69,10 +58,8 @@ export class EventWrites {
       const taken = events.filter((_, i) => !inserted[i]).map((e) => [e.environment, e.telemetryId] as const);
       const existing = new Map<string, StoredEvent>();
       if (taken.length) for (const row of await tx.eventsByKey(taken)) existing.set(keyOf(row.environment, row.telemetry_id), fromRow(row));
-      return { written, inserted, existing };
+      return { inserted, existing };
     });
-    result.written.remember();
-    return { inserted: result.inserted, existing: result.existing };
   }
 
   /**
@@ -81,34 +68,28 @@ export class EventWrites {
    */
   async deleteEvents(environment: string, rows: readonly PrunedRow[], forgetBeforeMs?: number): Promise<void> {
     const reasons = rows.flatMap((r) => reasonRows(environment, r.seq, r.facet, r.reasons));
-    await this.writer(async (tx) => {
+    await this.writer.transaction(async (tx) => {
       if (rows.length) await tx.deleteEvents(rows.map((r) => r.seq), reasons);
       if (forgetBeforeMs !== undefined) await tx.forgetMarks(environment, bucketOf(forgetBeforeMs));
     });
   }
 
-  private async writeRows(tx: EventWriteTx, events: readonly EventRecord[], explanations: readonly Buffer[], ignoreConflicts: boolean): Promise<Written> {
+  /**
+   * The rows that insert these events, explanations deflated and facet ids found. Before any
+   * transaction opens, so none is held open meanwhile. New facets are committed on their own: a
+   * facet with no event yet is harmless, and their ids can be remembered at once.
+   */
+  private async rows(events: readonly EventRecord[]): Promise<EventInsert[]> {
+    const explanations = await this.encode(events);
     const facets = events.map(facetOf);
-    const known = this.facetIds.known(facets);
-    const missing = facets.filter((_, i) => known[i] === undefined);
-    const found = missing.length ? await tx.facetIds(missing) : [];
-    let next = 0;
-    const ids = known.map((id) => id ?? found[next++]!);
-    const inserted = await tx.insertEvents(
-      events.map((e, i) => [...rowValues(e, explanations[i]), ids[i]]),
-      ignoreConflicts,
-    );
-    const byKey = new Map(events.map((e, i) => [keyOf(e.environment, e.telemetryId), { e, facet: ids[i]! }]));
-    await markBatch(
-      tx,
-      inserted.map((r) => ({ environment: r.environment, seq: Number(r.seq), createdAt: byKey.get(keyOf(r.environment, r.telemetry_id))!.e.createdAt })),
-    );
-    await tx.insertReasonRows(
-      inserted.flatMap((r) => {
-        const { e, facet } = byKey.get(keyOf(r.environment, r.telemetry_id))!;
-        return reasonRows(r.environment, Number(r.seq), facet, e.reasons);
-      }),
-    );
-    return { inserted, remember: () => this.facetIds.remember(facets, ids) };
+    const ids = this.facetIds.known(facets);
+    const missing = facets.filter((_, i) => ids[i] === undefined);
+    if (missing.length) {
+      const found = await this.writer.transaction((tx) => tx.facetIds(missing));
+      this.facetIds.remember(missing, found);
+      let next = 0;
+      ids.forEach((id, i) => id === undefined && (ids[i] = found[next++]));
+    }
+    return events.map((e, i) => [...rowValues(e, explanations[i]), ids[i], reasonKeys(e.environment, e.reasons)]);
   }
 }

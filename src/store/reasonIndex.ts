@@ -11,9 +11,9 @@ export function reasonKey(environment: string, reason: string): number {
   return hash32(`${environment}\u0000${reason}`);
 }
 
-/** An event's reason keys (duplicate reasons count once). */
+/** An event's reason keys, each once (two reasons may share a key). */
 export function reasonKeys(environment: string, reasons: readonly string[]): number[] {
-  return [...new Set(reasons)].map((reason) => reasonKey(environment, reason));
+  return [...new Set(reasons.map((reason) => reasonKey(environment, reason)))];
 }
 
 /** The event_reasons rows of one event. */

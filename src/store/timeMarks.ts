@@ -14,54 +14,38 @@ import type { Knex } from 'knex';
  * time range into a seq range that holds all of it (the createdAt test still applies inside). The
  * bounds are exact whatever order events arrive in, e.g. history imported after live traffic.
  *
- * Writers keep it in the same transaction as the events. A new seq exceeds every stored one, so a
- * batch only touches the marks from its earliest bucket on: for live traffic, the latest bucket.
+ * Writers keep it in the same statement as the events (marksUpsertSql).
  */
 export const BUCKET_MS = 60_000;
 
 export const bucketOf = (ms: number): number => Math.floor(ms / BUCKET_MS);
 
-/** Where a writer reads and keeps marks, inside its transaction (eventWriteTx.ts). */
-export interface MarkIO {
-  marksFrom(environment: string, bucket: number): Promise<Mark[]>;
-  saveMarks(marks: readonly (Mark & { environment: string })[]): Promise<void>;
-}
-
 /**
- * Records a batch's (environment, createdAt, seq); call inside the writing transaction, after the
- * insert. Live traffic touches one bucket, so this is one small read and one upsert per batch.
+ * The upsert that records a batch's marks, run by the statement that inserts the batch (eventWriteTx.ts).
+ * `added` is a relation (environment, created_at, seq) of the events the batch added; `bucket` is
+ * the dialect's bucketOf over a column. Every added seq exceeds every stored one, so:
+ *
+ * - only buckets from the batch's earliest on change: the batch's own, and the stored ones after it;
+ * - a bucket's lo is the stored running minimum where one exists (a stored seq is lower than any
+ *   added), else the lowest added seq from that bucket on;
+ * - its hi is the highest added seq up to that bucket where there is one, else the stored hi.
+ *
+ * For live traffic this touches one row: the current bucket's.
  */
-export async function markBatch(io: MarkIO, rows: readonly { environment: string; createdAt: number; seq: number }[]): Promise<void> {
-  const byEnvironment = new Map<string, Map<number, Mark>>();
-  for (const r of rows) {
-    const buckets = byEnvironment.get(r.environment) ?? byEnvironment.set(r.environment, new Map()).get(r.environment)!;
-    const bucket = bucketOf(r.createdAt);
-    const mark = buckets.get(bucket);
-    if (mark) {
-      mark.lo = Math.min(mark.lo, r.seq);
-      mark.hi = Math.max(mark.hi, r.seq);
-    } else buckets.set(bucket, { bucket, lo: r.seq, hi: r.seq });
-  }
-  for (const [environment, batch] of byEnvironment) {
-    let first = Infinity;
-    for (const bucket of batch.keys()) first = Math.min(first, bucket);
-    // Buckets before `first` keep their marks: the batch's seqs are higher than any stored one, so
-    // they change neither an earlier running maximum's reach nor an earlier running minimum.
-    const stored = await io.marksFrom(environment, first);
-    const changed = changedMarks(stored, batch.values()).map((m) => ({ environment, ...m }));
-    if (changed.length) await io.saveMarks(changed);
-  }
-}
-
-/** The marks that differ once a batch's per-bucket seqs are merged into the stored ones. */
-function changedMarks(stored: readonly Mark[], batch: Iterable<Mark>): Mark[] {
-  const merged = new Map<number, Mark>(stored.map((m) => [m.bucket, { ...m }]));
-  for (const m of batch) {
-    const had = merged.get(m.bucket);
-    merged.set(m.bucket, had ? { bucket: m.bucket, lo: Math.min(had.lo, m.lo), hi: Math.max(had.hi, m.hi) } : { ...m });
-  }
-  const before = new Map(stored.map((m) => [m.bucket, m]));
-  return runningMarks([...merged.values()]).filter((m) => before.get(m.bucket)?.lo !== m.lo || before.get(m.bucket)?.hi !== m.hi);
+export function marksUpsertSql(added: string, bucket: (column: string) => string): string {
+  const stored = (op: '>=' | '<=', column: 'lo' | 'hi') =>
+    `(SELECT m.${column} FROM event_time_marks m WHERE m.environment = t.environment AND m.bucket ${op} t.bucket ORDER BY m.bucket ${op === '>=' ? 'ASC' : 'DESC'} LIMIT 1)`;
+  const batch = (op: '>=' | '<=', agg: 'min(n.lo)' | 'max(n.hi)') => `(SELECT ${agg} FROM n WHERE n.environment = t.environment AND n.bucket ${op} t.bucket)`;
+  return `INSERT INTO event_time_marks (environment, bucket, lo, hi)
+    WITH n AS (SELECT environment, ${bucket('created_at')} AS bucket, min(seq) AS lo, max(seq) AS hi FROM ${added} GROUP BY 1, 2),
+      t AS (
+        SELECT environment, bucket FROM n
+        UNION
+        SELECT m.environment, m.bucket FROM event_time_marks m JOIN (SELECT environment, min(bucket) AS first FROM n GROUP BY environment) f ON m.environment = f.environment AND m.bucket > f.first
+      )
+    SELECT t.environment, t.bucket, coalesce(${stored('>=', 'lo')}, ${batch('>=', 'min(n.lo)')}), coalesce(${batch('<=', 'max(n.hi)')}, ${stored('<=', 'hi')})
+    FROM t WHERE true
+    ON CONFLICT (environment, bucket) DO UPDATE SET lo = excluded.lo, hi = excluded.hi`;
 }
 
 export interface Mark {

@@ -51,20 +51,37 @@ test('the event writer commits concurrent appends in shared transactions, and ea
   }
 });
 
-test('a failed transaction rejects every event in it and stores none of them', async (t) => {
-  const fresh = freshDatabase('sqlite');
-  const db = await openDatabase(fresh.url);
-  try {
-    const store = new KnexEventStore(db);
-    const committer = new GroupCommitter<EventRecord>((items) => store.insertBatch(items), 100, 0);
-    await committer.append(event(1));
-    // A duplicate telemetryId in the batch violates the unique key: the whole batch must roll back.
-    const results = await Promise.allSettled([committer.append(event(2)), committer.append(event(3)), committer.append(event(1))]);
-    t.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
-    t.is(await store.count('unit'), 1);
-    t.is(await store.get('unit', 't_2'), undefined);
-  } finally {
-    await db.close();
-    await fresh.drop();
-  }
-});
+for (const kind of ['sqlite', 'postgres'] as const) {
+  test(`[${kind}] a failed batch rejects every event in it and stores none of them, nor their reasons or time marks`, async (t) => {
+    const fresh = freshDatabase(kind);
+    const db = await openDatabase(fresh.url);
+    try {
+      const store = new KnexEventStore(db);
+      const committer = new GroupCommitter<EventRecord>((items) => store.insertBatch(items), 100, 0);
+      await committer.append(event(1));
+      const rows = async () => ({
+        reasons: Number((await db.knex('event_reasons').count({ n: '*' }))[0]!.n),
+        marks: await db.knex('event_time_marks').select('environment', 'bucket', 'lo', 'hi').orderBy('bucket'),
+      });
+      const before = await rows();
+      t.is(before.reasons, 1);
+      // A duplicate telemetryId in the batch violates the unique key: the whole batch must roll back.
+      // Event 2 is a minute later, so its time mark would be a row of its own.
+      const later = { ...event(2), createdAt: event(2).createdAt + 60_000, reasons: ['new_device', 'velocity_high'] };
+      const results = await Promise.allSettled([committer.append(later), committer.append(event(3)), committer.append(event(1))]);
+      t.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+      t.is(await store.count('unit'), 1);
+      t.is(await store.get('unit', 't_2'), undefined);
+      t.deepEqual(await rows(), before);
+      // The writer recovers: the next batch is stored with its reasons and marks.
+      await Promise.all([committer.append(later), committer.append(event(3))]);
+      t.is(await store.count('unit'), 3);
+      const after = await rows();
+      t.is(after.reasons, 4);
+      t.is(after.marks.length, 2);
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+}
