@@ -50,6 +50,9 @@ export interface PageOptions {
 
 // Ranges per statement in readRanges: SQLite allows 500 terms in a compound SELECT.
 const ARMS = 200;
+// Batches up to this size deflate their explanations in line: at low load, handing a batch to the
+// encoder's thread and back cost more CPU (a thread wake-up each way) than deflating it here.
+const INLINE_BATCH = 3;
 // Seqs a multi-predicate page reads in order before it changes plan (see page()).
 const PROBE_WINDOW = 20_000;
 
@@ -61,7 +64,7 @@ export class KnexEventStore implements EventStore {
   private readonly writes: EventWrites;
   private readonly probeWindow: number;
 
-  /** encoder: deflates explanations off the main thread; without one, they are deflated in line. */
+  /** encoder: deflates the explanations of larger batches off the main thread; without one, all are deflated in line. */
   constructor(db: Database, options: { probeWindow?: number; encoder?: ExplanationEncoder } = {}) {
     this.knex = db.knex;
     this.reader = db.reader;
@@ -70,7 +73,7 @@ export class KnexEventStore implements EventStore {
     const encoder = options.encoder;
     this.writes = new EventWrites(
       this.postgres ? postgresEventWriter(db.knex) : sqliteEventWriter(db.knex),
-      encoder ? (events) => encoder.encode(events.map((e) => e.explanation)) : encodeInLine,
+      encoder ? (events) => (events.length <= INLINE_BATCH ? encodeInLine(events) : encoder.encode(events.map((e) => e.explanation))) : encodeInLine,
     );
   }
 

@@ -4,14 +4,14 @@ import { CURRENT_EXPLANATION_FORMAT } from './explanationCodec.js';
 
 // Plain CommonJS evaluated in the worker: there is no file to resolve, so it runs the same under tsx
 // and from dist. It writes what encodeExplanation writes (version byte + raw deflate with the
-// dictionary), all of a batch into one ArrayBuffer that is transferred, not copied, back.
+// dictionary and options), all of a batch into one ArrayBuffer that is transferred, not copied, back.
 const WORKER_CODE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const zlib = require('node:zlib');
-const { version, dictionary } = workerData;
+const { version, options } = workerData;
 parentPort.on('message', ({ id, texts }) => {
   try {
-    const bodies = texts.map((text) => zlib.deflateRawSync(text, { dictionary }));
+    const bodies = texts.map((text) => zlib.deflateRawSync(text, options));
     const ends = new Uint32Array(bodies.length);
     let size = 0;
     bodies.forEach((body, i) => (ends[i] = size += 1 + body.length));
@@ -82,8 +82,8 @@ export class ExplanationEncoder {
   // After a crash the next encode starts a new worker: a crash is transient (out of memory, say),
   // and falling back to deflating in-thread would quietly put the cost back on the main thread.
   private start(): Running {
-    const { version, dictionary } = CURRENT_EXPLANATION_FORMAT;
-    const thread = new Worker(WORKER_CODE, { eval: true, execArgv: [], workerData: { version, dictionary } });
+    const { version, options } = CURRENT_EXPLANATION_FORMAT;
+    const thread = new Worker(WORKER_CODE, { eval: true, execArgv: [], workerData: { version, options } });
     thread.unref();
     const pending = new Map<number, Pending>();
     const worker: Running = { thread, pending };

@@ -1,9 +1,11 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
+import zlib from 'node:zlib';
 import type { Explanation } from '../../src/api/types.js';
 import { OfflineEvaluator } from '../../src/evaluate/offline.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
 import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
+import { EXPLANATION_DICTIONARY_V1 } from '../../src/store/explanationDictionary.js';
 import { ExplanationEncoder } from '../../src/store/explanationEncoder.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
@@ -61,6 +63,19 @@ test('encodes byte for byte as encodeExplanation, and decodeExplanation reads it
   } finally {
     await encoder.close();
   }
+});
+
+test('explanations stored before the smaller deflate window (zlib defaults) still decode, and encode no larger now', (t) => {
+  const dictionary = Buffer.from(EXPLANATION_DICTIONARY_V1);
+  let before = 0;
+  let now = 0;
+  for (const e of varied) {
+    const old = Buffer.concat([Buffer.of(1), zlib.deflateRawSync(JSON.stringify(e), { dictionary })]);
+    t.deepEqual(decodeExplanation(old), JSON.parse(JSON.stringify(e)));
+    before += old.length;
+    now += encodeExplanation(e).length;
+  }
+  t.true(now <= before * 1.02, `${now} bytes now against ${before} before`);
 });
 
 test('concurrent encodes each get their own results, in order', async (t) => {
