@@ -24,7 +24,6 @@ import { loadCatalog } from './policy/catalog.js';
 import { ConfigHolder } from './policy/holder.js';
 import { watchConfig, type ReloadOutcome } from './policy/watch.js';
 import { GroupCommitter } from './record/groupCommit.js';
-import { ExplanationEncoder } from './store/explanationEncoder.js';
 import { openDatabase, type Database } from './store/db.js';
 import { KnexEventStore, type EventRecord } from './store/eventStore.js';
 import { KnexKeyStore } from './store/keyStore.js';
@@ -95,9 +94,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     }
 
     const metrics = createMetrics();
-    const encoder = new ExplanationEncoder();
-    closers.push(() => encoder.close());
-    const events = new KnexEventStore(db, { encoder });
+    const events = new KnexEventStore(db);
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });
     const retention = new RetentionPruner(events, { days: settings.events.retentionDays, intervalMs: 60_000, batch: 1000, pauseMs: 50, logger });

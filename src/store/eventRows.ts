@@ -32,8 +32,8 @@ export interface EventRow {
   facet: number | null;
 }
 
-/** The row of an event; explanationZ: its explanation already encoded (ExplanationEncoder). */
-export function toRow(e: EventRecord, explanationZ: Buffer = encodeExplanation(e.explanation)): Omit<EventRow, 'seq' | 'facet'> {
+/** The row of an event. */
+export function toRow(e: EventRecord): Omit<EventRow, 'seq' | 'facet'> {
   return {
     telemetry_id: e.telemetryId,
     environment: e.environment,
@@ -52,7 +52,7 @@ export function toRow(e: EventRecord, explanationZ: Buffer = encodeExplanation(e
     monitored: e.monitored ?? false,
     request_summary: JSON.stringify(e.requestSummary),
     explanation: '',
-    explanation_z: explanationZ,
+    explanation_z: encodeExplanation(e.explanation),
   };
 }
 
@@ -79,8 +79,8 @@ export const EVENT_COLUMNS = [
 ] as const satisfies readonly (keyof Omit<EventRow, 'seq' | 'facet'>)[];
 
 /** toRow as an array in EVENT_COLUMNS order, for a prepared multi-row insert. */
-export function rowValues(e: EventRecord, explanationZ?: Buffer): unknown[] {
-  const row = toRow(e, explanationZ);
+export function rowValues(e: EventRecord): unknown[] {
+  const row = toRow(e);
   return EVENT_COLUMNS.map((c) => row[c]);
 }
 

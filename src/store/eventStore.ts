@@ -4,8 +4,7 @@ import { filteredEvents, predicateCount, type EventFilter } from './eventFilter.
 import type { Database } from './db.js';
 import { fromRow, type EventRow } from './eventRows.js';
 import { postgresEventWriter, sqliteEventWriter } from './eventWriteTx.js';
-import { EventWrites, encodeInLine } from './eventWrites.js';
-import type { ExplanationEncoder } from './explanationEncoder.js';
+import { EventWrites } from './eventWrites.js';
 import { hasFacetFilter, matchingFacets } from './facets.js';
 import { hasReason, reasonKey } from './reasonIndex.js';
 import { seqBounds } from './timeMarks.js';
@@ -50,9 +49,6 @@ export interface PageOptions {
 
 // Ranges per statement in readRanges: SQLite allows 500 terms in a compound SELECT.
 const ARMS = 200;
-// Batches up to this size deflate their explanations in line: at low load, handing a batch to the
-// encoder's thread and back cost more CPU (a thread wake-up each way) than deflating it here.
-const INLINE_BATCH = 3;
 // Seqs a multi-predicate page reads in order before it changes plan (see page()).
 const PROBE_WINDOW = 20_000;
 
@@ -64,17 +60,12 @@ export class KnexEventStore implements EventStore {
   private readonly writes: EventWrites;
   private readonly probeWindow: number;
 
-  /** encoder: deflates the explanations of larger batches off the main thread; without one, all are deflated in line. */
-  constructor(db: Database, options: { probeWindow?: number; encoder?: ExplanationEncoder } = {}) {
+  constructor(db: Database, options: { probeWindow?: number } = {}) {
     this.knex = db.knex;
     this.reader = db.reader;
     this.postgres = db.dialect === 'postgres';
     this.probeWindow = options.probeWindow ?? PROBE_WINDOW;
-    const encoder = options.encoder;
-    this.writes = new EventWrites(
-      this.postgres ? postgresEventWriter(db.knex) : sqliteEventWriter(db.knex),
-      encoder ? (events) => (events.length <= INLINE_BATCH ? encodeInLine(events) : encoder.encode(events.map((e) => e.explanation))) : encodeInLine,
-    );
+    this.writes = new EventWrites(this.postgres ? postgresEventWriter(db.knex) : sqliteEventWriter(db.knex));
   }
 
   /** Stores a batch in one transaction; a clash with a stored telemetryId fails the whole batch. */

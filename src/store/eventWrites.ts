@@ -1,6 +1,5 @@
 import { fromRow, keyOf, rowValues } from './eventRows.js';
 import type { EventInsert, EventWriter } from './eventWriteTx.js';
-import { encodeExplanation } from './explanationCodec.js';
 import { FacetIds, facetOf } from './facets.js';
 import { reasonKeys, reasonRows } from './reasonIndex.js';
 import type { EventRecord, InsertNewResult, StoredEvent } from './eventStore.js';
@@ -13,11 +12,6 @@ export interface PrunedRow {
   reasons: string[];
 }
 
-/** Deflates a batch's explanations (explanationCodec.ts), in line or on another thread. */
-export type EncodeExplanations = (events: readonly EventRecord[]) => Promise<Buffer[]>;
-
-export const encodeInLine: EncodeExplanations = async (events) => events.map((e) => encodeExplanation(e.explanation));
-
 /**
  * Writing events: one statement per batch that also writes its reason index and time marks. The
  * same logic for both stores; only the statements differ (eventWriteTx.ts).
@@ -25,10 +19,7 @@ export const encodeInLine: EncodeExplanations = async (events) => events.map((e)
 export class EventWrites {
   private readonly facetIds = new FacetIds();
 
-  constructor(
-    private readonly writer: EventWriter,
-    private readonly encode: EncodeExplanations,
-  ) {}
+  constructor(private readonly writer: EventWriter) {}
 
   /** Stores a batch in one statement; a clash with a stored telemetryId fails the whole batch. */
   async insertBatch(events: readonly EventRecord[]): Promise<void> {
@@ -75,12 +66,11 @@ export class EventWrites {
   }
 
   /**
-   * The rows that insert these events, explanations deflated and facet ids found. Before any
-   * transaction opens, so none is held open meanwhile. New facets are committed on their own: a
-   * facet with no event yet is harmless, and their ids can be remembered at once.
+   * The rows that insert these events, explanations deflated and facet ids found, before any
+   * transaction opens. New facets are committed on their own: a facet with no event yet is
+   * harmless, and their ids can be remembered at once.
    */
   private async rows(events: readonly EventRecord[]): Promise<EventInsert[]> {
-    const explanations = await this.encode(events);
     const facets = events.map(facetOf);
     const ids = this.facetIds.known(facets);
     const missing = facets.filter((_, i) => ids[i] === undefined);
@@ -90,6 +80,6 @@ export class EventWrites {
       let next = 0;
       ids.forEach((id, i) => id === undefined && (ids[i] = found[next++]));
     }
-    return events.map((e, i) => [...rowValues(e, explanations[i]), ids[i], reasonKeys(e.environment, e.reasons)]);
+    return events.map((e, i) => [...rowValues(e), ids[i], reasonKeys(e.environment, e.reasons)]);
   }
 }

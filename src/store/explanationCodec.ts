@@ -15,15 +15,10 @@ const DICTIONARIES: Record<number, Buffer> = { [V1]: Buffer.from(EXPLANATION_DIC
 // this changes no stored format.
 const DEFLATE: zlib.ZlibOptions = { windowBits: 14, memLevel: 5 };
 
-/** What encodeExplanation writes with, so explanationEncoder.ts's worker writes the same bytes. */
-export const CURRENT_EXPLANATION_FORMAT: { readonly version: number; readonly options: zlib.ZlibOptions } = {
-  version: V1,
-  options: { ...DEFLATE, dictionary: DICTIONARIES[V1]! },
-};
+const CURRENT = { version: V1, options: { ...DEFLATE, dictionary: DICTIONARIES[V1]! } };
 
 export function encodeExplanation(explanation: Explanation): Buffer {
-  const { version, options } = CURRENT_EXPLANATION_FORMAT;
-  return Buffer.concat([Buffer.of(version), zlib.deflateRawSync(JSON.stringify(explanation), options)]);
+  return Buffer.concat([Buffer.of(CURRENT.version), zlib.deflateRawSync(JSON.stringify(explanation), CURRENT.options)]);
 }
 
 export function decodeExplanation(stored: Buffer | Uint8Array): Explanation {

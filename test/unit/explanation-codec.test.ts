@@ -1,0 +1,73 @@
+import test from 'ava';
+import zlib from 'node:zlib';
+import type { Explanation } from '../../src/api/types.js';
+import { OfflineEvaluator } from '../../src/evaluate/offline.js';
+import { loadCatalog } from '../../src/policy/catalog.js';
+import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
+import { EXPLANATION_DICTIONARY_V1 } from '../../src/store/explanationDictionary.js';
+import { REPO_ROOT } from '../helpers/tps.js';
+
+
+/** Explanations as the evaluate path makes them, one per decision of the sample configuration. */
+async function evaluatedExplanations(): Promise<Explanation[]> {
+  const offline = new OfflineEvaluator({ catalog: loadCatalog(REPO_ROOT) });
+  const session = { sessionId: 'sess-1', continuityStrength: 0.9, recentHumanSignalAgeSeconds: 5 };
+  const stepUp = { operationKey: 'bank_account.update', actor: { id: 'user-2', authenticated: true }, resource: { type: 'account', id: 'acct-2' }, requestData: { fields: ['iban'] }, session: { sessionId: 'sess-2', continuityStrength: 0.9 } };
+  for (const body of [
+    { operationKey: 'customer.create', actor: { id: 'user-1', authenticated: true, role: 'sales' }, resource: { type: 'customer', id: 'cust-1' }, session },
+    { operationKey: 'invoice.export', actor: { id: 'user-1', authenticated: true, roles: ['finance'] }, resource: { type: 'invoice', id: 'inv-1' }, metadata: { requestedCount: 5000 }, session },
+    stepUp,
+    { ...stepUp, challengeResult: { type: 'passkey' as const, passed: true } },
+    { operationKey: 'payment_transaction.create', actor: { id: 'user-3', authenticated: true, role: 'finance' }, resource: { type: 'payment_method', id: 'pm-1' }, requestData: { amount: 120, currency: 'EUR' }, metadata: { velocityWindowCount: 25 }, session },
+    { operationKey: 'customer.read_pii', actor: { id: 'user-4', authenticated: true, role: 'sales' }, resource: { type: 'customer', id: 'cust-4' }, session },
+    { operationKey: 'customer.read_pii', actor: { id: 'user-5', authenticated: true, roles: ['support'] }, resource: { type: 'customer', id: 'cust-5', classification: 'pii' }, session },
+  ]) {
+    await offline.evaluate(body, 'unit');
+  }
+  return offline.events.map((e) => e.explanation);
+}
+
+const handMade: Explanation[] = [
+  { signals: [], rules: [] },
+  {
+    signals: [{ name: 'velocity', value: 0.5, weight: 10, contribution: 5, reason: 'velocity_limit_exceeded' }],
+    rules: [{ name: 'score-deny', fired: true, decision: 'deny', reason: 'score_deny_threshold' }],
+    thresholds: { medium: 30, high: 60, stepUp: 50, deny: 80 },
+    retryAfterSeconds: 30,
+    challengeResult: 'failed',
+    baseScore: -0,
+    normalizedSignals: { velocity: 0.1 + 0.2, tiny: 5e-324, huge: 1e21 },
+    // Unicode across the BMP and beyond, escapes, and a lone surrogate (JSON.stringify escapes it).
+    facts: { actor: { id: 'Zoë 🧾 用户 \u2028 "quoted" \\ \n \ud800' }, nothing: null, list: [1, 'two', { three: [] }] },
+  },
+  { signals: [], rules: [], facts: { blob: 'x'.repeat(70_000) + '€'.repeat(20_000), ...Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`k${i}`, i])) } },
+];
+
+let varied: Explanation[];
+test.before(async () => {
+  varied = [...(await evaluatedExplanations()), ...handMade];
+});
+
+test('decodeExplanation reads back what encodeExplanation stored, evaluated and hand-made alike', (t) => {
+  t.true(varied.length >= 10);
+  for (const e of varied) t.deepEqual(decodeExplanation(encodeExplanation(e)), JSON.parse(JSON.stringify(e)));
+});
+
+test('explanations stored before the smaller deflate window (zlib defaults) still decode, and encode no larger now', (t) => {
+  const dictionary = Buffer.from(EXPLANATION_DICTIONARY_V1);
+  let before = 0;
+  let now = 0;
+  for (const e of varied) {
+    const old = Buffer.concat([Buffer.of(1), zlib.deflateRawSync(JSON.stringify(e), { dictionary })]);
+    t.deepEqual(decodeExplanation(old), JSON.parse(JSON.stringify(e)));
+    before += old.length;
+    now += encodeExplanation(e).length;
+  }
+  t.true(now <= before * 1.02, `${now} bytes now against ${before} before`);
+});
+
+test('a stored explanation names its dictionary; one it does not know is refused, not misread', (t) => {
+  const stored = encodeExplanation(varied[0]!);
+  t.is(stored[0], 1);
+  t.throws(() => decodeExplanation(Buffer.concat([Buffer.of(99), stored.subarray(1)])), { message: /unknown dictionary 99/ });
+});
