@@ -8,6 +8,10 @@ import type { IngestRecord } from '../../src/api/types.js';
 import { startTps } from '../helpers/tps.js';
 import { listen, stoppedServerUrl, transactions, uid } from './fixtures.js';
 
+// Where the time limit is not what a test is about: a loaded CI machine once stalled these past the
+// 2 s default, and the timeout answered instead of the server.
+const ROOMY = 30_000;
+
 const secretKey = 'svc_sec_test_failure_modes';
 const readBody = async (req: IncomingMessage) => {
   const chunks: Buffer[] = [];
@@ -75,12 +79,12 @@ test('a 503 follows failureMode and keeps the request id; a garbled 200 too', as
       .end(JSON.stringify({ error: { code: 'store_unavailable', message: 'store down' } }));
   });
   t.teardown(() => overloaded.close());
-  const open = createClient({ baseUrl: overloaded.url, secretKey, failureMode: 'open' });
+  const open = createClient({ baseUrl: overloaded.url, secretKey, failureMode: 'open', timeoutMs: ROOMY });
   t.like(await open.evaluate(transactions.allow()), { synthetic: true, failure: { code: 'store_unavailable', status: 503, requestId: 'req_503' } });
-  const throwing = createClient({ baseUrl: overloaded.url, secretKey, failureMode: 'throw' });
+  const throwing = createClient({ baseUrl: overloaded.url, secretKey, failureMode: 'throw', timeoutMs: ROOMY });
   const error = await t.throwsAsync(throwing.evaluate(transactions.allow()), { instanceOf: TpsError });
   t.like(error, { code: 'store_unavailable', status: 503, requestId: 'req_503', unavailable: true });
-  const garbled = createClient({ baseUrl: `${overloaded.url}/garbled`, secretKey, failureMode: 'closed' });
+  const garbled = createClient({ baseUrl: `${overloaded.url}/garbled`, secretKey, failureMode: 'closed', timeoutMs: ROOMY });
   t.like(await garbled.evaluate(transactions.allow()), { decision: 'deny', synthetic: true, failure: { code: 'invalid_response' } });
 });
 
@@ -157,7 +161,7 @@ test('an unknown decision is never turned into a fail-open allow: it throws', as
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ decision: 'allow_later', telemetryId: 'tel_future' }));
   });
   t.teardown(() => newer.close());
-  const client = createClient({ baseUrl: newer.url, secretKey, failureMode: 'open' });
+  const client = createClient({ baseUrl: newer.url, secretKey, failureMode: 'open', timeoutMs: ROOMY });
   const error = await t.throwsAsync(client.evaluate(transactions.allow()), { instanceOf: TpsError });
   t.like(error, { code: 'unknown_decision', status: 200, unavailable: false });
 });
@@ -169,6 +173,6 @@ test('an answer cut off mid-body counts as unavailable and follows failureMode',
     setTimeout(() => res.socket?.destroy(), 20);
   });
   t.teardown(() => cut.close());
-  const client = createClient({ baseUrl: cut.url, secretKey, failureMode: 'closed' });
+  const client = createClient({ baseUrl: cut.url, secretKey, failureMode: 'closed', timeoutMs: ROOMY });
   t.like(await client.evaluate(transactions.allow()), { decision: 'deny', synthetic: true, failure: { code: 'network_error', status: 200 } });
 });

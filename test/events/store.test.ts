@@ -5,8 +5,9 @@ import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
 import { toRow } from '../../src/store/eventRows.js';
-import { reasonKeys } from '../../src/store/reasonIndex.js';
 import { migrationSource } from '../../src/store/migrations.js';
+import { WRITER_LOCK_CLASS } from '../../src/store/eventWriteTx.js';
+import { hash32, reasonKeys } from '../../src/store/reasonIndex.js';
 import { freshDatabase, type StoreKind } from '../helpers/tps.js';
 import { generateEvents } from './helpers.js';
 
@@ -98,6 +99,39 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
     }
   });
 
+  test(`[${store}] time ranges stay exact when two writers store events of other minutes at once`, async (t) => {
+    const fresh = freshDatabase(store);
+    // Two service instances on one store; each batch lands on minutes the other may be writing.
+    const dbs = [await openDatabase(fresh.url), await openDatabase(fresh.url, { migrate: false })];
+    try {
+      const writers = dbs.map((db) => new KnexEventStore(db));
+      const minute = 60_000;
+      const minutes = 400;
+      const start = Math.floor(Date.now() / minute) * minute - minutes * minute;
+      const all = generateEvents('race', 800, start);
+      // Writer k stores events k, k+2, k+4, … at minutes scrambled over the range, so most batches
+      // add minutes while the other writer is adding its own.
+      all.forEach((e, i) => (e.createdAt = start + ((i * 7919) % minutes) * minute + (i % 50) * 1000));
+      await Promise.all(
+        writers.map(async (w, k) => {
+          const mine = all.filter((_, i) => i % 2 === k);
+          for (let i = 0; i < mine.length; i += 8) await w.insertBatch(mine.slice(i, i + 8));
+        }),
+      );
+      for (let from = 0; from < minutes; from += 23) {
+        for (const length of [1, 4, 60]) {
+          const [fromMs, toMs] = [start + from * minute, start + (from + length) * minute];
+          const want = all.filter((e) => e.createdAt >= fromMs && e.createdAt < toMs).map((e) => e.telemetryId).sort();
+          const got = await writers[0]!.page('race', { fromMs, toMs }, { order: 'asc', limit: 1000 });
+          t.deepEqual(got.map((e) => e.telemetryId).sort(), want, `minutes ${from} to ${from + length}`);
+        }
+      }
+    } finally {
+      for (const db of dbs) await db.close();
+      await fresh.drop();
+    }
+  });
+
   test(`[${store}] facet filters merge many facets in seq order; a combination that never occurred finds nothing`, async (t) => {
     const fresh = freshDatabase(store);
     const db = await openDatabase(fresh.url);
@@ -165,4 +199,46 @@ test('the SSE parser reads ids, multi-line data, comments and CRLF split across 
     { kind: 'message', id: 'b', event: undefined, data: 'line1\nline2' },
     { kind: 'message', id: undefined, event: undefined, data: 'no id' },
   ]);
+});
+
+test('[postgres] a writer that waited for another computes its time marks from what that one committed', async (t) => {
+  const fresh = freshDatabase('postgres');
+  const db = await openDatabase(fresh.url);
+  const holder = await db.knex.client.acquireConnection();
+  try {
+    const events = new KnexEventStore(db);
+    const minute = 60_000;
+    const start = Math.floor(Date.now() / minute) * minute - 60 * minute;
+    const [early, late, first] = generateEvents('lock', 3, start);
+    await events.insertBatch([{ ...first!, createdAt: start }]);
+    // Another writer holds the writers' lock while two batches queue behind it: the first for a
+    // new later minute, the second for an earlier one. When the lock passes from one to the other,
+    // the second must see the first's minute, or that minute's running maximum would leave out
+    // the second's event, and a range ending there would miss it.
+    const schema = new URL(fresh.url).searchParams.get('schema')!;
+    await db.knex.raw('BEGIN').connection(holder);
+    await db.knex.raw('SELECT pg_advisory_xact_lock(?, ?)', [WRITER_LOCK_CLASS, hash32(schema)]).connection(holder);
+    const waiting = async (n: number) => {
+      for (let i = 0; i < 500; i++) {
+        const [row] = (await db.knex.raw("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows as { n: number }[];
+        if (row!.n >= n) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error(`${n} writers never queued for the lock`);
+    };
+    const later = events.insertBatch([{ ...late!, createdAt: start + 40 * minute }]);
+    await waiting(1);
+    const earlier = events.insertBatch([{ ...early!, createdAt: start + 20 * minute }]);
+    await waiting(2);
+    await db.knex.raw('COMMIT').connection(holder);
+    await Promise.all([later, earlier]);
+    const upTo = await events.page('lock', { toMs: start + 41 * minute }, { order: 'asc', limit: 10 });
+    t.deepEqual(upTo.map((e) => e.telemetryId).sort(), [early, late, first].map((e) => e!.telemetryId).sort());
+    const from = await events.page('lock', { fromMs: start + 20 * minute }, { order: 'asc', limit: 10 });
+    t.deepEqual(from.map((e) => e.telemetryId).sort(), [early, late].map((e) => e!.telemetryId).sort());
+  } finally {
+    db.knex.client.releaseConnection(holder);
+    await db.close();
+    await fresh.drop();
+  }
 });

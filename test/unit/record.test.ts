@@ -85,3 +85,24 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     }
   });
 }
+
+for (const kind of ['sqlite', 'postgres'] as const) {
+  test(`[${kind}] a batch's text comes back exactly, quotes, backslashes, placeholders and all`, async (t) => {
+    const fresh = freshDatabase(kind);
+    const db = await openDatabase(fresh.url);
+    try {
+      const store = new KnexEventStore(db);
+      const nasty = `it's \\ a "test" ? $1 :name -- /* ; DROP TABLE events; */ \u0000 Zoë 🧾 用户 \n`;
+      const e = { ...event(1), actorId: "o'brien\\?", requestSummary: { note: nasty, list: [nasty, '?', "''"] }, explanation: { signals: [], rules: [], facts: { nasty } } };
+      await store.insertBatch([e, event(2)]);
+      const back = await store.get('unit', 't_1');
+      t.is(back?.actorId, e.actorId);
+      t.deepEqual(back?.requestSummary, e.requestSummary);
+      t.deepEqual(back?.explanation, e.explanation);
+      t.is(await store.count('unit'), 2);
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+}
