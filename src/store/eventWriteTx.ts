@@ -146,7 +146,7 @@ const SQLITE_BATCHES = `
     ${SQLITE_SQL.insertEvents('json_each(NEW.events) WHERE true ORDER BY key', true)};
     SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.environment, events.telemetry_id')
       WHERE NEW.strict AND (SELECT count(*) FROM events NOT INDEXED WHERE seq > NEW.base) < json_array_length(NEW.events);
-    INSERT INTO event_reasons (key, facet, seq) SELECT DISTINCT k.value, e.facet, e.seq
+    INSERT INTO event_reasons (key, facet, seq) SELECT k.value, e.facet, e.seq
       ${SQLITE_SQL.addedReasons('json_each(NEW.events)', 'events e', (keys) => `json_each(${keys}) AS k`)} WHERE e.seq > NEW.base;
     ${marksUpsertSql('(SELECT environment, created_at, seq FROM events NOT INDEXED WHERE seq > NEW.base)', SQLITE.bucket)};
   END;`;
@@ -200,22 +200,18 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
       const db = statements(conn);
       try {
         await db.run('BEGIN IMMEDIATE', []);
-        try {
-          const result = await work(
-            writeTx(db, SQLITE_SQL, async (rows, ignoreConflicts) => {
-              const [{ base }] = (await db.all<{ base: number }>(SQLITE_BASE, [])) as [{ base: number }];
-              await db.run(SQLITE_INSERT_BATCH, [eventsJson(rows), base, ignoreConflicts ? 0 : 1]);
-              return db.all<Inserted>(SQLITE_ADDED, [base]);
-            }),
-          );
-          await db.run('COMMIT', []);
-          knex.client.releaseConnection(conn);
-          return result;
-        } catch (err) {
-          await db.run('ROLLBACK', []).catch(() => undefined);
-          throw err;
-        }
+        const result = await work(
+          writeTx(db, SQLITE_SQL, async (rows, ignoreConflicts) => {
+            const [{ base }] = (await db.all<{ base: number }>(SQLITE_BASE, [])) as [{ base: number }];
+            await db.run(SQLITE_INSERT_BATCH, [eventsJson(rows), base, ignoreConflicts ? 0 : 1]);
+            return db.all<Inserted>(SQLITE_ADDED, [base]);
+          }),
+        );
+        await db.run('COMMIT', []);
+        knex.client.releaseConnection(conn);
+        return result;
       } catch (err) {
+        await db.run('ROLLBACK', []).catch(() => undefined); // nothing to roll back if BEGIN failed
         await failed(knex, conn);
         throw err;
       }
@@ -235,22 +231,23 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
 
 /**
  * PostgreSQL: one statement, its data-modifying WITH inserting the events, then their reason rows
- * and time marks from what the insert returned; `json` is the SQL of the rows' JSON text. It runs
+ * and time marks from what the insert returned, for the SQL of the rows' JSON text. It runs
  * after the writers' lock is taken, in the same transaction, for two reasons. PostgreSQL hands out
  * seq before commit, so two writers could commit out of seq order and a stream reader that already
  * passed seq N would never see N-1; under the lock, seq order is commit order. And a statement
  * reads the snapshot of its start: one that waited for the lock inside itself would compute time
  * marks without the last writer's.
  */
-function postgresInsert(ignoreConflicts: boolean, json: string): string {
-  return `WITH batch AS (SELECT value FROM ${POSTGRES.rows(json)}),
-    e AS (${POSTGRES_SQL.insertEvents('batch', ignoreConflicts)} RETURNING seq, environment, telemetry_id, created_at, facet),
-    reasons AS (INSERT INTO event_reasons (key, facet, seq) SELECT DISTINCT k.value::integer, e.facet, e.seq
+function postgresInsert(ignoreConflicts: boolean): (json: string) => string {
+  const rest = `e AS (${POSTGRES_SQL.insertEvents('batch', ignoreConflicts)} RETURNING seq, environment, telemetry_id, created_at, facet),
+    reasons AS (INSERT INTO event_reasons (key, facet, seq) SELECT k.value::integer, e.facet, e.seq
       ${POSTGRES_SQL.addedReasons('batch', 'e', (keys) => `LATERAL json_array_elements_text(${keys}) AS k(value)`)}),
     marks AS (${marksUpsertSql('e', POSTGRES.bucket)})
     SELECT seq, environment, telemetry_id FROM e`;
+  return (json) => `WITH batch AS (SELECT value FROM ${POSTGRES.rows(json)}), ${rest}`;
 }
-const POSTGRES_INSERT = { strict: postgresInsert(false, '?'), ignoring: postgresInsert(true, '?') };
+const POSTGRES_INSERT = { strict: postgresInsert(false), ignoring: postgresInsert(true) };
+const POSTGRES_BOUND = { strict: POSTGRES_INSERT.strict('?'), ignoring: POSTGRES_INSERT.ignoring('?') };
 
 /**
  * PostgreSQL: a knex transaction that first takes the writers' lock (group commit makes it one per
@@ -271,14 +268,14 @@ export function postgresEventWriter(knex: Knex): EventWriter {
           all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
         };
         return work(
-          writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_INSERT.ignoring : POSTGRES_INSERT.strict, [eventsJson(rows)])),
+          writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_BOUND.ignoring : POSTGRES_BOUND.strict, [eventsJson(rows)])),
         );
       }),
     async insertAlone(rows) {
       // The raw connection, not knex.raw: knex would take any ? inside the literal for a placeholder.
       const conn = (await knex.client.acquireConnection()) as pg.Client;
       try {
-        await conn.query(`${lockSql}; ${postgresInsert(false, conn.escapeLiteral(eventsJson(rows)))}`);
+        await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
       } finally {
         knex.client.releaseConnection(conn);
       }

@@ -78,7 +78,7 @@ export class EventWrites {
       const found = await this.writer.transaction((tx) => tx.facetIds(missing));
       this.facetIds.remember(missing, found);
       let next = 0;
-      ids.forEach((id, i) => id === undefined && (ids[i] = found[next++]));
+      for (let i = 0; i < ids.length; i++) ids[i] ??= found[next++];
     }
     return events.map((e, i) => [...rowValues(e), ids[i], reasonKeys(e.environment, e.reasons)]);
   }

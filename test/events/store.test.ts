@@ -209,8 +209,11 @@ test('[postgres] a writer that waited for another computes its time marks from w
     const events = new KnexEventStore(db);
     const minute = 60_000;
     const start = Math.floor(Date.now() / minute) * minute - 60 * minute;
-    const [early, late, first] = generateEvents('lock', 3, start);
-    await events.insertBatch([{ ...first!, createdAt: start }]);
+    // One facet for all three, so the queued batches have no new facet to commit first (that takes
+    // the lock too, and would let them through one by one before their inserts).
+    const [first] = generateEvents('lock', 1, start);
+    const [early, late] = [{ ...first!, telemetryId: 'lock_early' }, { ...first!, telemetryId: 'lock_late' }];
+    await events.insertBatch([first!]);
     // Another writer holds the writers' lock while two batches queue behind it: the first for a
     // new later minute, the second for an earlier one. When the lock passes from one to the other,
     // the second must see the first's minute, or that minute's running maximum would leave out
@@ -226,9 +229,9 @@ test('[postgres] a writer that waited for another computes its time marks from w
       }
       throw new Error(`${n} writers never queued for the lock`);
     };
-    const later = events.insertBatch([{ ...late!, createdAt: start + 40 * minute }]);
+    const later = events.insertBatch([{ ...late, createdAt: start + 40 * minute }]);
     await waiting(1);
-    const earlier = events.insertBatch([{ ...early!, createdAt: start + 20 * minute }]);
+    const earlier = events.insertBatch([{ ...early, createdAt: start + 20 * minute }]);
     await waiting(2);
     await db.knex.raw('COMMIT').connection(holder);
     await Promise.all([later, earlier]);
