@@ -57,8 +57,10 @@ export class Evaluator {
     const telemetryId = newTelemetryId(nowMs);
 
     const facts = buildFacts(req, operation, nowMs);
-    const fingerprint = transactionFingerprint(environment, req);
-    const challenge = await this.checkChallenge(environment, fingerprint, req);
+    // Only a challenge being checked or issued needs the fingerprint (a hash over the request).
+    let fingerprint: string | undefined;
+    const fingerprintOf = () => (fingerprint ??= transactionFingerprint(environment, req));
+    const challenge = await this.checkChallenge(environment, fingerprintOf, req);
     const retrying = challenge.kind === 'satisfied';
 
     const risk = assessRisk(policy.signals, facts, policy.thresholds);
@@ -73,7 +75,7 @@ export class Evaluator {
     const monitored = operation.mode === 'monitor' || policy.mode === 'monitor' ? monitorOutcome(decided) : undefined;
     const outcome = monitored?.answered ?? decided;
 
-    const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprint, outcome, telemetryId, nowMs) : undefined;
+    const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprintOf(), outcome, telemetryId, nowMs) : undefined;
     const response = this.respond(operation, policy, outcome, telemetryId, issued, ai);
     const event = this.toEvent({ environment, req, operation, policy, facts, velocity, risk, run, outcome, monitor: monitored?.monitor, telemetryId, issued, ai, challenge, nowMs });
     try {
@@ -84,10 +86,10 @@ export class Evaluator {
     return { response, event };
   }
 
-  private async checkChallenge(environment: string, fingerprint: string, req: EvaluateRequest): Promise<ChallengeState> {
+  private async checkChallenge(environment: string, fingerprintOf: () => string, req: EvaluateRequest): Promise<ChallengeState> {
     const result = req.challengeResult;
     if (!result || result.passed === undefined) return { kind: 'none' };
-    const stored = await this.deps.challenges.consume(environment, fingerprint, result.challengeId, this.now());
+    const stored = await this.deps.challenges.consume(environment, fingerprintOf(), result.challengeId, this.now());
     if (!result.passed) return { kind: 'failed' };
     if (!stored || (result.type !== undefined && result.type !== stored.type)) return { kind: 'invalid' };
     return { kind: 'satisfied', score: stored.score, band: stored.band, reasons: stored.reasons };

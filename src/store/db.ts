@@ -76,12 +76,12 @@ function openSqlite(file: string, sync: SqliteSync): Database {
   // One writer. WAL keeps readers off the writer's back. synchronous=FULL makes each commit survive
   // power loss, and group commit pays that fsync once per batch, not once per event; NORMAL
   // (TPS_SQLITE_SYNC) leaves the fsync to the checkpoints: a commit survives the process being
-  // killed, not the machine losing power. The writer never checkpoints (see checkpointer).
+  // killed, not the machine losing power. SQLite never checkpoints on its own (see checkpointer).
   const pragmas = `PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync.toUpperCase()}; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;`;
   const knex = sqlitePool(file, 1, 1, `${pragmas}${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
-  const checkpoints = memory ? undefined : checkpointer(file);
+  const checkpoints = memory ? undefined : checkpointer(knex);
   return {
     knex,
     reader,
@@ -97,31 +97,27 @@ function openSqlite(file: string, sync: SqliteSync): Database {
 
 // How often the WAL is copied back into the database file.
 const CHECKPOINT_MS = 100;
-// WAL pages (4 KiB) past which a checkpoint also restarts the WAL.
-const WAL_RESTART_PAGES = 2048;
 
 /**
- * Checkpoints on a connection of their own. Left to the writer, every ~1000 pages of WAL one commit
- * would also copy them back into the database and fsync it: tens of milliseconds during which no
- * evaluation is answered. PASSIVE never waits for the writer or for readers, and runs on another
- * thread of the pool. But the WAL only starts over when a writer finds it fully copied, which a
- * writer that never pauses does not (it grew past 200 MB in a 10-second benchmark): once it passes
- * WAL_RESTART_PAGES, a RESTART checkpoint makes the writer wait for the little that is left to
- * copy, and the next commit writes the file from its start again. (Measured at half load: p99 15 ms
- * against 21 ms with the writer checkpointing itself, and 36 ms with TRUNCATE or a 32 MB bound.)
+ * Checkpoints every CHECKPOINT_MS, on the writer's own connection between two commits. Left to
+ * SQLite, every ~1000 pages of WAL one commit would also copy them back and fsync the database:
+ * tens of milliseconds during which no evaluation is answered. Run from another connection, a
+ * checkpoint races the writer: it never catches up with a writer that never pauses, so the WAL
+ * never starts over (it grew past 200 MB in a 10-second benchmark), and the RESTART that forced it
+ * stalled the writer in SQLite's busy-wait back-off (1, 2, 5 ms…) several times a second. Queued
+ * on the writer's connection, a PASSIVE checkpoint sees no writer: it copies the whole WAL (a few
+ * hundred distinct pages) in one to a few milliseconds, and the next commit writes the file from
+ * its start again. A reader holding an old snapshot (a long search or export) still keeps the
+ * frames after it until it ends; PASSIVE never waits for it.
  */
-function checkpointer(file: string): { stop(): Promise<void> } {
-  const knex = sqlitePool(file, 0, 1, 'PRAGMA busy_timeout=5000;');
-  const checkpoint = async () => {
-    const [passive] = (await knex.raw('PRAGMA wal_checkpoint(PASSIVE)')) as { log: number }[];
-    if ((passive?.log ?? 0) > WAL_RESTART_PAGES) await knex.raw('PRAGMA wal_checkpoint(RESTART)');
-  };
+function checkpointer(writer: Knex): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
-    // One at a time: a tick that finds the last checkpoint still running skips. One that fails (the
-    // database busy or gone) is simply tried again at the next tick.
-    running ??= checkpoint()
-      .catch(() => undefined)
+    // One at a time: a tick that finds the last checkpoint still queued or running skips. One that
+    // fails (the database busy or gone) is simply tried again at the next tick.
+    running ??= writer
+      .raw('PRAGMA wal_checkpoint(PASSIVE)')
+      .then(() => undefined, () => undefined)
       .finally(() => (running = undefined));
   }, CHECKPOINT_MS);
   timer.unref();
@@ -129,7 +125,6 @@ function checkpointer(file: string): { stop(): Promise<void> } {
     async stop() {
       clearInterval(timer);
       await running;
-      await knex.destroy();
     },
   };
 }

@@ -66,7 +66,7 @@ export class EventWrites {
   }
 
   /**
-   * The rows that insert these events, explanations deflated and facet ids found, before any
+   * The rows that insert these events, explanations compressed and facet ids found, before any
    * transaction opens. New facets are committed on their own: a facet with no event yet is
    * harmless, and their ids can be remembered at once.
    */
