@@ -20,7 +20,7 @@ const V2_DICTIONARY = Buffer.from(EXPLANATION_DICTIONARY_BASE64, 'base64');
 
 // Level 3 (zstd's default): level 5 is ~15% smaller and takes twice as long. The frame carries
 // neither checksum nor dictionary id: the row is the unit of integrity and the first byte names
-// the dictionary.
+// the format, dictionary included.
 const compressor = new Compressor();
 compressor.setParameters({ compressionLevel: 3, checksumFlag: false, dictIDFlag: false });
 compressor.loadDictionary(V2_DICTIONARY);

@@ -4,7 +4,6 @@ import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
 import { parseSse } from '../../src/events/sseParser.js';
 import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
-import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
 import { toRow } from '../../src/store/eventRows.js';
 import { migrationSource } from '../../src/store/migrations.js';
 import { WRITER_LOCK_CLASS } from '../../src/store/eventWriteTx.js';
@@ -188,17 +187,6 @@ test('[sqlite] under commits that never pause, checkpoints keep the WAL from gro
     await db.close();
     await fresh.drop();
   }
-});
-
-test('explanations are stored compressed and come back identical', (t) => {
-  const explanation = generateEvents('x', 1, 0)[0]!.explanation;
-  const rich = { ...explanation, facts: { operation: { key: 'invoice.export' }, actor: { id: 'user_1', roles: ['finance'] } }, baseScore: 12.5, thresholds: { medium: 30, high: 60 } };
-  for (const e of [explanation, rich, { signals: [], rules: [], normalizedSignals: { velocity: 0.25 } }]) {
-    const stored = encodeExplanation(e);
-    t.deepEqual(decodeExplanation(stored), e);
-    t.true(stored.length < JSON.stringify(e).length);
-  }
-  t.throws(() => decodeExplanation(Buffer.of(99, 1, 2)), { message: /unknown format/ });
 });
 
 test('cursors round-trip and anything else is refused', (t) => {

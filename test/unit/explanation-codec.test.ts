@@ -5,6 +5,7 @@ import { OfflineEvaluator } from '../../src/evaluate/offline.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
 import { decodeExplanation, encodeExplanation } from '../../src/store/explanationCodec.js';
 import { EXPLANATION_DICTIONARY_V1 } from '../../src/store/explanationDictionary.js';
+import { generateEvents } from '../events/helpers.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
 
@@ -51,6 +52,16 @@ test.before(async () => {
 test('decodeExplanation reads back what encodeExplanation stored, evaluated and hand-made alike', (t) => {
   t.true(varied.length >= 10);
   for (const e of varied) t.deepEqual(decodeExplanation(encodeExplanation(e)), JSON.parse(JSON.stringify(e)));
+});
+
+test('the store\'s generated explanations, small ones included, are stored smaller than their JSON', (t) => {
+  const explanation = generateEvents('x', 1, 0)[0]!.explanation;
+  const rich = { ...explanation, facts: { operation: { key: 'invoice.export' }, actor: { id: 'user_1', roles: ['finance'] } }, baseScore: 12.5, thresholds: { medium: 30, high: 60 } };
+  for (const e of [explanation, rich, { signals: [], rules: [], normalizedSignals: { velocity: 0.25 } }]) {
+    const stored = encodeExplanation(e);
+    t.deepEqual(decodeExplanation(stored), e);
+    t.true(stored.length < JSON.stringify(e).length);
+  }
 });
 
 test('explanations stored in format 1 (raw deflate with the first dictionary, either window) still decode', (t) => {
