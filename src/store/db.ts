@@ -30,15 +30,30 @@ export const DEFAULT_SQLITE_PATH = './data/tps.sqlite';
 /** Opens the store named by DATABASE_URL (CONTRACT): postgres://… , sqlite:PATH or a plain path. */
 export async function openDatabase(url: string | undefined, options: { migrate?: boolean; sqliteSync?: SqliteSync } = {}): Promise<Database> {
   const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full');
-  if (options.migrate !== false) {
-    try {
-      await migrate(db);
-    } catch (err) {
-      await db.close();
-      throw err;
-    }
+  try {
+    if (db.dialect === 'sqlite') await checkSqliteVersion(db.knex);
+    if (options.migrate !== false) await migrate(db);
+  } catch (err) {
+    await db.close();
+    throw err;
   }
   return db;
+}
+
+// The event writer unpacks a batch with jsonb_each, new in SQLite 3.51 (the sqlite3 package bundles a
+// newer one; a build against an older system library would fail at the first commit instead).
+const SQLITE_MIN = [3, 51] as const;
+
+export function sqliteTooOld(version: string): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major < SQLITE_MIN[0] || (major === SQLITE_MIN[0] && minor < SQLITE_MIN[1]);
+}
+
+async function checkSqliteVersion(knex: Knex): Promise<void> {
+  const [{ version }] = (await knex.raw('SELECT sqlite_version() AS version')) as [{ version: string }];
+  if (sqliteTooOld(version)) {
+    throw new Error(`SQLite ${version} is too old: TPS needs ${SQLITE_MIN.join('.')} or newer (the sqlite3 package's bundled build has it)`);
+  }
 }
 
 function sqlitePath(url: string | undefined): string {

@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
 import { parseSse } from '../../src/events/sseParser.js';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase, sqliteTooOld } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { toRow } from '../../src/store/eventRows.js';
 import { migrationSource } from '../../src/store/migrations.js';
@@ -173,16 +173,41 @@ test('[sqlite] under commits that never pause, checkpoints keep the WAL from gro
   const wal = `${fresh.url.slice('sqlite:'.length)}-wal`;
   try {
     const events = new KnexEventStore(db);
-    // One event per commit, back to back: each commit appends a few pages to the WAL, so without
-    // checkpoints that start it over these 1,500 commits leave a WAL of tens of megabytes.
-    const stored = generateEvents('wal', 1500, Date.now() - 3_600_000);
-    let largest = 0;
-    for (const [i, e] of stored.entries()) {
-      await events.insertBatch([e]);
-      if (i % 25 === 0) largest = Math.max(largest, fs.statSync(wal).size);
+    // One event per commit, back to back, for at least 1.5 s (15 checkpoint ticks, however fast the
+    // machine). Each time the WAL starts over, SQLite bumps the checkpoint sequence number in its
+    // header (bytes 12-15, big-endian); without checkpoints it never does and the file holds every
+    // commit (~60 MiB for 1,500 of them).
+    const restarts = () => {
+      const header = Buffer.alloc(16);
+      const fd = fs.openSync(wal, 'r');
+      fs.readSync(fd, header, 0, 16, 0);
+      fs.closeSync(fd);
+      return header.readUInt32BE(12);
+    };
+    const stored = generateEvents('wal', 20_000, Date.now() - 3_600_000);
+    const until = Date.now() + 1500;
+    let [largest, n] = [0, 0];
+    while (n < 1500 || (Date.now() < until && n < stored.length)) {
+      await events.insertBatch([stored[n++]!]);
+      largest = Math.max(largest, fs.statSync(wal).size);
     }
-    t.true(largest < 8 * 2 ** 20, `the WAL reached ${(largest / 2 ** 20).toFixed(1)} MiB`);
-    t.is(Number((await db.knex('events').count({ n: '*' }))[0]!.n), 1500);
+    t.true(restarts() >= 5, `the WAL started over ${restarts()} times in ${n} commits`);
+    t.true(largest < 32 * 2 ** 20, `the WAL reached ${(largest / 2 ** 20).toFixed(1)} MiB`);
+    t.is(Number((await db.knex('events').count({ n: '*' }))[0]!.n), n);
+  } finally {
+    await db.close();
+    await fresh.drop();
+  }
+});
+
+test('[sqlite] a SQLite older than 3.51 (no jsonb_each for the event writer) is refused; the bundled one opens', async (t) => {
+  for (const old of ['3.50.4', '3.45.0', '2.99.0']) t.true(sqliteTooOld(old), old);
+  for (const ok of ['3.51.0', '3.52.0', '4.0.0']) t.false(sqliteTooOld(ok), ok);
+  const fresh = freshDatabase('sqlite');
+  const db = await openDatabase(fresh.url);
+  try {
+    const [{ version }] = await db.knex.raw('SELECT sqlite_version() AS version');
+    t.false(sqliteTooOld(version), version);
   } finally {
     await db.close();
     await fresh.drop();
