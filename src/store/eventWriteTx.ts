@@ -54,10 +54,10 @@ interface Statements {
  * A batch is bound as one JSON parameter, an array of rows, each an array of values, unpacked by
  * the database (jsonb_each, jsonb_array_elements): one statement of each kind whatever the batch
  * size, and nothing bound value by value, which cost more CPU than storing the events. The rows
- * come out as binary JSON, so reading a row's twenty columns finds each by offset; as JSON text,
- * every column read parsed the row again (PostgreSQL's CPU per event fell from ~180 to ~100 µs). The two
- * stores differ only in how the JSON is unpacked, in PostgreSQL's casts from text, and in how the
- * batch's insert also writes its reason rows and time marks (SQLITE_BATCHES, postgresInsert).
+ * come out as binary JSON, so each of a row's twenty columns is found by offset; as JSON text,
+ * every column read parsed the row again. The two stores differ only in how the JSON is unpacked,
+ * in PostgreSQL's casts from text, and in how the batch's insert also writes its reason rows and
+ * time marks (SQLITE_BATCHES, postgresInsert).
  */
 interface Dialect {
   /** A FROM item over the rows of the JSON array `param`; each row is `value`. */
