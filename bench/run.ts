@@ -7,6 +7,7 @@ import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
 import { cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, type Child } from './proc.js';
+import { NO_FIGURES, phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 
 /**
@@ -66,8 +67,8 @@ interface Row {
   cpuUs: number;
   /** Cores kept busy by processes other than the server and this driver during the phase. */
   otherCores: number;
-  /** Events per group-commit transaction of evaluate during the phase (from /metrics; one worker only). */
-  perCommit: number;
+  /** The server's own figures for the phase (from /metrics; one worker only). */
+  figures: PhaseFigures;
 }
 
 const rows: Row[] = [];
@@ -77,38 +78,27 @@ const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** di
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-/** The group committer's totals from /metrics: events and transactions so far (NaN if not TPS). */
-async function commitTotals(url: string): Promise<{ events: number; commits: number }> {
-  try {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-    return { events: value('tps_event_commit_batch_size_sum'), commits: value('tps_event_commit_batch_size_count') };
-  } catch {
-    return { events: NaN, commits: NaN };
-  }
-}
-
-/** Measures around `run`: CPU (the server's with workers, this driver's, everyone else's) and commits. */
+/** Measures around `run`: CPU (the server's with workers, this driver's, everyone else's) and the server's own figures. */
 async function metered<T extends { ok: number; seconds: number }>(serverPid: number, url: string, run: () => Promise<T>) {
-  const k0 = await commitTotals(url);
+  const k0 = await scrape(url);
   const s0 = cpuSeconds(serverPid);
   const c0 = cpuSeconds('self');
   const m0 = machineBusySeconds();
   const result = await run();
   const server = cpuSeconds(serverPid) - s0;
   const other = machineBusySeconds() - m0 - server - (cpuSeconds('self') - c0);
-  const k1 = await commitTotals(url);
+  const k1 = await scrape(url);
   return {
     result,
     cpuUs: result.ok ? Math.round((server / result.ok) * 1e6) : NaN,
     otherCores: round(Math.max(0, other) / result.seconds, 2),
     // With several workers each scrape reaches one of them: no whole figure to give.
-    perCommit: cfg.workers > 1 ? NaN : round((k1.events - k0.events) / (k1.commits - k0.commits), 1),
+    figures: cfg.workers > 1 ? NO_FIGURES : phaseFigures(k0, k1, result.seconds),
   };
 }
 
-function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; perCommit: number }, record = true): Row {
-  const { cpuUs, otherCores, perCommit } = meter;
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; figures: PhaseFigures }, record = true): Row {
+  const { cpuUs, otherCores, figures } = meter;
   const sorted = m.latencies.sort();
   const pct = (p: number) => (sorted.length ? round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : NaN);
   const row: Row = {
@@ -124,7 +114,7 @@ function summarize(phase: string, rate: string, m: { ok: number; failed: number;
     max: sorted.length ? round(sorted[sorted.length - 1]!) : NaN,
     cpuUs,
     otherCores,
-    perCommit,
+    figures,
   };
   if (record) rows.push(row);
   log(`  ${phase}: ${row.rps} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${cpuUs} µs server CPU per answer${row.failed ? `, ${row.failed} failed` : ''}${otherCores > 0.1 ? `, other processes busy ${otherCores} cores` : ''}`);
@@ -334,8 +324,13 @@ async function waitListening(url: string, child: Child): Promise<void> {
 }
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
-  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'events/commit', 'others busy (cores)'];
-  const body = rows.map((r) => [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, r.cpuUs, Number.isNaN(r.perCommit) ? '-' : r.perCommit, r.otherCores].map(String));
+  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
+  const show = (...xs: number[]) => (xs.some(Number.isNaN) ? '-' : xs.join('/'));
+  const body = rows.map((r) => {
+    const f = r.figures;
+    const checkpoints = Number.isNaN(f.checkpointsPerS) || f.checkpointsPerS === 0 ? '-' : `${f.checkpointsPerS} × ${f.checkpointMeanMs}`;
+    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, r.cpuUs, show(f.perCommit), show(f.commitMeanMs, f.commitP99Ms), checkpoints, show(f.gcPct), show(f.loopP99Ms), r.otherCores].map(String);
+  });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const out = [

@@ -69,7 +69,12 @@ export interface TpsOptions {
 export async function createTps(settings: Settings, options: TpsOptions = {}): Promise<Tps> {
   const logger = options.logger ?? createLogger(settings.logLevel);
   const catalog = loadCatalog(settings.configDir);
-  const db = await openDatabase(settings.databaseUrl, { migrate: options.migrate, sqliteSync: settings.sqliteSync });
+  const metrics = createMetrics();
+  const db = await openDatabase(settings.databaseUrl, {
+    migrate: options.migrate,
+    sqliteSync: settings.sqliteSync,
+    onCheckpoint: (seconds) => metrics.checkpointSeconds.observe(seconds),
+  });
   const closers: (() => Promise<void>)[] = [];
   try {
     const keyStore = new KnexKeyStore(db.knex);
@@ -93,15 +98,16 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       challenges = new MemoryChallengeStore();
     }
 
-    const metrics = createMetrics();
     const events = new KnexEventStore(db);
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });
     const retention = new RetentionPruner(events, { days: settings.events.retentionDays, intervalMs: 60_000, batch: 1000, pauseMs: 50, logger });
     const committer = new GroupCommitter<EventRecord>(
       async (batch) => {
+        const endTimer = metrics.commitSeconds.startTimer();
         try {
           await events.insertBatch(batch);
+          endTimer();
           metrics.commitBatch.observe(batch.length);
           hub.notify();
         } catch (err) {

@@ -21,6 +21,21 @@ export function createMetrics() {
     registers: [registry],
   });
   const commitFailures = new client.Counter({ name: 'tps_event_commit_failures_total', help: 'Group-commit transactions that failed', registers: [registry] });
+  // Every evaluate answer waits for its commit, and a SQLite checkpoint holds the writer meanwhile:
+  // these two are where an answer's latency goes beyond its own CPU.
+  const storeBuckets = [0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+  const commitSeconds = new client.Histogram({
+    name: 'tps_event_commit_seconds',
+    help: 'Duration of a group commit of evaluate events, from the batch leaving the queue to its commit',
+    buckets: storeBuckets,
+    registers: [registry],
+  });
+  const checkpointSeconds = new client.Histogram({
+    name: 'tps_sqlite_checkpoint_seconds',
+    help: "Duration of a SQLite WAL checkpoint on the writer's connection (SQLite stores only)",
+    buckets: storeBuckets,
+    registers: [registry],
+  });
 
   const observe = (): Middleware => async (ctx, next) => {
     const start = process.hrtime.bigint();
@@ -32,7 +47,7 @@ export function createMetrics() {
       duration.observe({ route }, Number(process.hrtime.bigint() - start) / 1e9);
     }
   };
-  return { registry, requests, duration, decisions, commitBatch, commitFailures, observe };
+  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, observe };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

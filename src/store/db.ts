@@ -28,8 +28,15 @@ export interface Database {
 export const DEFAULT_SQLITE_PATH = './data/tps.sqlite';
 
 /** Opens the store named by DATABASE_URL (CONTRACT): postgres://… , sqlite:PATH or a plain path. */
-export async function openDatabase(url: string | undefined, options: { migrate?: boolean; sqliteSync?: SqliteSync } = {}): Promise<Database> {
-  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full');
+export interface OpenOptions {
+  migrate?: boolean;
+  sqliteSync?: SqliteSync;
+  /** Called with the seconds each SQLite checkpoint took (metrics). */
+  onCheckpoint?: (seconds: number) => void;
+}
+
+export async function openDatabase(url: string | undefined, options: OpenOptions = {}): Promise<Database> {
+  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', options.onCheckpoint);
   try {
     if (db.dialect === 'sqlite') await checkSqliteVersion(db.knex);
     if (options.migrate !== false) await migrate(db);
@@ -85,7 +92,7 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
   return knex;
 }
 
-function openSqlite(file: string, sync: SqliteSync): Database {
+function openSqlite(file: string, sync: SqliteSync, onCheckpoint?: (seconds: number) => void): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // One writer. WAL keeps readers off the writer's back. synchronous=FULL makes each commit survive
@@ -96,7 +103,7 @@ function openSqlite(file: string, sync: SqliteSync): Database {
   const knex = sqlitePool(file, 1, 1, `${pragmas}${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
-  const checkpoints = memory ? undefined : checkpointer(knex);
+  const checkpoints = memory ? undefined : checkpointer(knex, onCheckpoint);
   return {
     knex,
     reader,
@@ -125,14 +132,17 @@ const CHECKPOINT_MS = 100;
  * its start again. A reader holding an old snapshot (a long search or export) still keeps the
  * frames after it until it ends; PASSIVE never waits for it.
  */
-function checkpointer(writer: Knex): { stop(): Promise<void> } {
+function checkpointer(writer: Knex, onCheckpoint?: (seconds: number) => void): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     // One at a time: a tick that finds the last checkpoint still queued or running skips. One that
-    // fails (the database busy or gone) is simply tried again at the next tick.
-    running ??= writer
+    // fails (the database busy or gone) is simply tried again at the next tick. The time counted
+    // includes the wait for the commit ahead of it, as the commits queued behind it see it.
+    if (running) return;
+    const start = performance.now();
+    running = writer
       .raw('PRAGMA wal_checkpoint(PASSIVE)')
-      .then(() => undefined, () => undefined)
+      .then(() => onCheckpoint?.((performance.now() - start) / 1000), () => undefined)
       .finally(() => (running = undefined));
   }, CHECKPOINT_MS);
   timer.unref();

@@ -1,7 +1,7 @@
 import type { TestFn } from 'ava';
 import { createKeyPair } from '../../src/auth/keys.js';
 import type { EvaluateRequest, EvaluateResponse } from '../../src/api/types.js';
-import { post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
+import { get, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
 
 // The HTTP suite of the core service, registered once per store so SQLite and PostgreSQL run the
 // very same assertions.
@@ -219,6 +219,28 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.true(stored!.explanation.rules.some((rule) => rule.name === 'require-roles' && !rule.fired));
     const raw = JSON.stringify(stored);
     for (const secret of ['SECRET-NOTE-4711', 'tok_SECRET_PROOF', '203.0.113.77', 'UA-SECRET-AGENT']) t.false(raw.includes(secret), secret);
+  });
+
+  test(`[${store}] /metrics times each commit, and on SQLite each checkpoint`, async (t) => {
+    const scrape = async () => (await get(`${t.context.tps.url}/metrics`)).body as string;
+    const valueIn = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    const metric = async (name: string) => valueIn(await scrape(), name);
+    const before = await metric('tps_event_commit_seconds_count');
+    // One after the other: each answer waits for its own commit, so three answers are three commits at least.
+    for (let i = 0; i < 3; i++) await ok(t, samples.createCustomer());
+    t.true((await metric('tps_event_commit_seconds_count')) - before >= 3);
+    t.true((await metric('tps_event_commit_seconds_sum')) > 0);
+    // Observed together for every commit, so within one scrape the two histograms never disagree.
+    const text = await scrape();
+    t.is(valueIn(text, 'tps_event_commit_seconds_count'), valueIn(text, 'tps_event_commit_batch_size_count'));
+    if (store === 'sqlite') {
+      // The checkpointer runs every 100 ms, writes or not.
+      const deadline = Date.now() + 5000;
+      while ((await metric('tps_sqlite_checkpoint_seconds_count')) < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      t.true((await metric('tps_sqlite_checkpoint_seconds_count')) >= 1);
+    } else {
+      t.is(await metric('tps_sqlite_checkpoint_seconds_count'), 0);
+    }
   });
 
   test(`[${store}] 500 concurrent evaluations: distinct telemetryIds, all stored`, async (t) => {
