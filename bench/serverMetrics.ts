@@ -41,7 +41,11 @@ export interface PhaseFigures {
 }
 
 const delta = (a: Scrape, b: Scrape, name: string) => (b.get(name) ?? NaN) - (a.get(name) ?? NaN);
-const sumOf = (s: Scrape, prefix: string) => [...s].filter(([k]) => k.startsWith(prefix)).reduce((total, [, v]) => total + v, 0);
+/** The sum over every label set of a metric; NaN where the server has no such metric (the bare Koa baseline). */
+function sumOf(s: Scrape, prefix: string): number {
+  const values = [...s].filter(([k]) => k.startsWith(prefix)).map(([, v]) => v);
+  return values.length ? values.reduce((a, b) => a + b, 0) : NaN;
+}
 
 /** The smallest bucket bound (ms) under which a share q of the phase's observations fall. */
 function bucketQuantileMs(a: Scrape, b: Scrape, histogram: string, q: number): number {
