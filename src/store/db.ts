@@ -92,7 +92,7 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
   return knex;
 }
 
-function openSqlite(file: string, sync: SqliteSync, onCheckpoint?: (seconds: number) => void): Database {
+function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['onCheckpoint']): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // One writer. WAL keeps readers off the writer's back. synchronous=FULL makes each commit survive
@@ -132,7 +132,7 @@ const CHECKPOINT_MS = 100;
  * its start again. A reader holding an old snapshot (a long search or export) still keeps the
  * frames after it until it ends; PASSIVE never waits for it.
  */
-function checkpointer(writer: Knex, onCheckpoint?: (seconds: number) => void): { stop(): Promise<void> } {
+function checkpointer(writer: Knex, onCheckpoint: OpenOptions['onCheckpoint']): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     // One at a time: a tick that finds the last checkpoint still queued or running skips. One that
