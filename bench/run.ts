@@ -7,7 +7,7 @@ import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
 import { cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, type Child } from './proc.js';
-import { NO_FIGURES, phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
+import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 
 /**
@@ -67,8 +67,8 @@ interface Row {
   cpuUs: number;
   /** Cores kept busy by processes other than the server and this driver during the phase. */
   otherCores: number;
-  /** The server's own figures for the phase (from /metrics; one worker only). */
-  figures: PhaseFigures;
+  /** The server's own figures for the phase (from /metrics); none with several workers. */
+  figures?: PhaseFigures;
 }
 
 const rows: Row[] = [];
@@ -93,11 +93,11 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
     cpuUs: result.ok ? Math.round((server / result.ok) * 1e6) : NaN,
     otherCores: round(Math.max(0, other) / result.seconds, 2),
     // With several workers each scrape reaches one of them: no whole figure to give.
-    figures: cfg.workers > 1 ? NO_FIGURES : phaseFigures(k0, k1, result.seconds),
+    figures: cfg.workers > 1 ? undefined : phaseFigures(k0, k1, result.seconds),
   };
 }
 
-function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; figures: PhaseFigures }, record = true): Row {
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; figures?: PhaseFigures }, record = true): Row {
   const { cpuUs, otherCores, figures } = meter;
   const sorted = m.latencies.sort();
   const pct = (p: number) => (sorted.length ? round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : NaN);
@@ -325,11 +325,12 @@ async function waitListening(url: string, child: Child): Promise<void> {
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
   const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
-  const show = (...xs: number[]) => (xs.some(Number.isNaN) ? '-' : xs.join('/'));
+  // '-' where a figure is missing: several workers, or a server (the baseline) without it.
+  const show = (digits: number, ...xs: (number | undefined)[]) => (xs.some((x) => x === undefined || Number.isNaN(x)) ? '-' : xs.map((x) => round(x!, digits)).join('/'));
   const body = rows.map((r) => {
     const f = r.figures;
-    const checkpoints = Number.isNaN(f.checkpointsPerS) || f.checkpointsPerS === 0 ? '-' : `${f.checkpointsPerS} × ${f.checkpointMeanMs}`;
-    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, r.cpuUs, show(f.perCommit), show(f.commitMeanMs, f.commitP99Ms), checkpoints, show(f.gcPct), show(f.loopP99Ms), r.otherCores].map(String);
+    const checkpoints = f?.checkpointsPerS ? `${show(1, f.checkpointsPerS)} × ${show(2, f.checkpointMeanMs)}` : '-';
+    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, r.cpuUs, show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;

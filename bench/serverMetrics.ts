@@ -2,6 +2,7 @@
  * What the server says of itself on /metrics, read before and after a benchmark phase: where an
  * answer's time goes beyond its own CPU (commits, checkpoints, garbage collection, a blocked event
  * loop). With several workers each scrape reaches one of them, so the caller shows none of it.
+ * The figures are left unrounded: the table formats them.
  */
 
 /** One scrape: every sample by its full name with labels, e.g. `tps_event_commit_seconds_bucket{le="0.001"}`. */
@@ -59,22 +60,18 @@ function bucketQuantileMs(a: Scrape, b: Scrape, histogram: string, q: number): n
   return hit ? hit.le * 1000 : NaN;
 }
 
-const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
-
 export function phaseFigures(before: Scrape, after: Scrape, seconds: number): PhaseFigures {
   const commits = delta(before, after, 'tps_event_commit_seconds_count');
   const checkpoints = delta(before, after, 'tps_sqlite_checkpoint_seconds_count');
   const gcSeconds = sumOf(after, 'tps_nodejs_gc_duration_seconds_sum') - sumOf(before, 'tps_nodejs_gc_duration_seconds_sum');
   return {
-    perCommit: round(delta(before, after, 'tps_event_commit_batch_size_sum') / delta(before, after, 'tps_event_commit_batch_size_count'), 1),
-    commitMeanMs: round((delta(before, after, 'tps_event_commit_seconds_sum') / commits) * 1000),
-    commitP99Ms: round(bucketQuantileMs(before, after, 'tps_event_commit_seconds', 0.99)),
-    checkpointsPerS: round(checkpoints / seconds, 1),
-    checkpointMeanMs: round((delta(before, after, 'tps_sqlite_checkpoint_seconds_sum') / checkpoints) * 1000),
-    gcPct: round((gcSeconds / seconds) * 100, 1),
+    perCommit: delta(before, after, 'tps_event_commit_batch_size_sum') / delta(before, after, 'tps_event_commit_batch_size_count'),
+    commitMeanMs: (delta(before, after, 'tps_event_commit_seconds_sum') / commits) * 1000,
+    commitP99Ms: bucketQuantileMs(before, after, 'tps_event_commit_seconds', 0.99),
+    checkpointsPerS: checkpoints / seconds,
+    checkpointMeanMs: (delta(before, after, 'tps_sqlite_checkpoint_seconds_sum') / checkpoints) * 1000,
+    gcPct: (gcSeconds / seconds) * 100,
     // The lag histogram starts over at every scrape, so the one after the phase covers the phase.
-    loopP99Ms: round(((after.get('tps_nodejs_eventloop_lag_p99_seconds') ?? NaN) - (after.get('tps_nodejs_eventloop_lag_min_seconds') ?? NaN)) * 1000),
+    loopP99Ms: ((after.get('tps_nodejs_eventloop_lag_p99_seconds') ?? NaN) - (after.get('tps_nodejs_eventloop_lag_min_seconds') ?? NaN)) * 1000,
   };
 }
-
-export const NO_FIGURES: PhaseFigures = { perCommit: NaN, commitMeanMs: NaN, commitP99Ms: NaN, checkpointsPerS: NaN, checkpointMeanMs: NaN, gcPct: NaN, loopP99Ms: NaN };
