@@ -42,7 +42,7 @@ const cfg = {
   databaseUrl: process.env.BENCH_DATABASE_URL || undefined,
   // Several workers share challenges and velocity counts through Redis (src/cluster.ts).
   redisUrl: process.env.BENCH_REDIS_URL || (workers > 1 ? 'redis://127.0.0.1:6379' : undefined),
-  phases: new Set((process.env.BENCH_PHASES || 'baseline,evaluate,ingest,half').split(',').map((s) => s.trim())),
+  phases: new Set((process.env.BENCH_PHASES || 'baseline,evaluate,ingest,half,floor').split(',').map((s) => s.trim())),
   /**
    * A nice value for the servers and this driver (e.g. -10; below 0 needs root), so that on a
    * shared machine other work yields the cores to the benchmark. Unset: priorities are left alone.
@@ -188,19 +188,35 @@ async function preflight(url: string, secretKey: string): Promise<{ ingest: bool
   return { ingest: probe.status !== 404 };
 }
 
-async function runBaseline(): Promise<number | null> {
-  if (!cfg.phases.has('baseline')) return null;
+// The baseline checks no key; the requests carry one so that they are the bytes TPS is sent.
+const BASELINE_KEY = 'svc_sec_baseline';
+
+/** Starts the bare Koa baseline in its own process, warms it up, runs `measure` on it and stops it. */
+async function withBaseline<T>(measure: (pid: number, port: number) => Promise<T>): Promise<T> {
   const port = await freePort();
   const baseline = startNode(['--import', 'tsx', path.join(ROOT, 'bench/baseline.ts')], { NODE_ENV: 'production', PORT: String(port) }, cfg.nice);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitListening(url, baseline);
-    const requestsOf = (conn: number) => evaluateRequests('svc_sec_baseline', conn);
-    await warmup(baseline.pid, url, requestsOf);
-    return (await drive('baseline (bare Koa)', baseline.pid, url, requestsOf, {})).rps;
+    await warmup(baseline.pid, url, (conn) => evaluateRequests(BASELINE_KEY, conn));
+    return await measure(baseline.pid, port);
   } finally {
     await baseline.stop();
   }
+}
+
+async function runBaseline(): Promise<number | null> {
+  if (!cfg.phases.has('baseline')) return null;
+  return withBaseline(async (pid, port) => (await drive('baseline (bare Koa)', pid, `http://127.0.0.1:${port}`, (conn) => evaluateRequests(BASELINE_KEY, conn), {})).rps);
+}
+
+/**
+ * (e) The floor under (d): the bare Koa baseline paced by the same driver at the same rate. Its
+ * p99 is what this machine's scheduling, loopback and driver cost alone, so (d)'s p99 above it is
+ * TPS's own. Run after TPS has stopped, so nothing of ours competes for the cores.
+ */
+async function runFloor(rate: number): Promise<Row> {
+  return withBaseline((pid, port) => drivePaced('bare Koa, paced at the same rate', pid, port, BASELINE_KEY, rate));
 }
 
 async function main(): Promise<void> {
@@ -233,6 +249,7 @@ async function main(): Promise<void> {
   let evaluate: Row | undefined;
   let ingest: Row | undefined;
   let half: Row | undefined;
+  let halfRate: number | undefined;
   const rssSamples: { evaluations: number; rssMb: number }[] = [];
   let rss = NaN;
   let stored: Awaited<ReturnType<typeof store.count>> | undefined;
@@ -261,8 +278,8 @@ async function main(): Promise<void> {
     }
     // (d) evaluate at half of (b)'s rate, evenly paced, for latency under normal load.
     if (cfg.phases.has('half') && (evaluate || cfg.pacedRate)) {
-      const rate = cfg.pacedRate || Math.max(1, Math.round(evaluate!.rps / 2));
-      half = await drivePaced(cfg.pacedRate ? 'evaluate (fixed rate, paced)' : 'evaluate (50% of max, paced)', server.pid, port, secretKey, rate);
+      halfRate = cfg.pacedRate || Math.max(1, Math.round(evaluate!.rps / 2));
+      half = await drivePaced(cfg.pacedRate ? 'evaluate (fixed rate, paced)' : 'evaluate (50% of max, paced)', server.pid, port, secretKey, halfRate);
       answered += half.ok;
     }
     // Long run: RSS after every BENCH_RSS_EVERY evaluations.
@@ -289,6 +306,8 @@ async function main(): Promise<void> {
     }
   }
 
+  const floor = cfg.phases.has('floor') && halfRate ? await runFloor(halfRate) : undefined;
+
   printTable(rss, stored, rssSamples);
   const summary = {
     baselineRps,
@@ -299,6 +318,7 @@ async function main(): Promise<void> {
     evaluateP99Ms: evaluate?.p99 ?? null,
     evaluateHalfLoadP50Ms: half?.p50 ?? null,
     evaluateHalfLoadP99Ms: half?.p99 ?? null,
+    baselineHalfLoadP99Ms: floor?.p99 ?? null,
     rssMb: rss,
     eventsStored: stored.total,
     workers: cfg.workers,
