@@ -192,14 +192,14 @@ async function preflight(url: string, secretKey: string): Promise<{ ingest: bool
 const BASELINE_KEY = 'svc_sec_baseline';
 
 /** Starts the bare Koa baseline in its own process, warms it up, runs `measure` on it and stops it. */
-async function withBaseline<T>(measure: (pid: number, port: number) => Promise<T>): Promise<T> {
+async function withBaseline<T>(measure: (pid: number, port: number, url: string) => Promise<T>): Promise<T> {
   const port = await freePort();
   const baseline = startNode(['--import', 'tsx', path.join(ROOT, 'bench/baseline.ts')], { NODE_ENV: 'production', PORT: String(port) }, cfg.nice);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitListening(url, baseline);
     await warmup(baseline.pid, url, (conn) => evaluateRequests(BASELINE_KEY, conn));
-    return await measure(baseline.pid, port);
+    return await measure(baseline.pid, port, url);
   } finally {
     await baseline.stop();
   }
@@ -207,7 +207,7 @@ async function withBaseline<T>(measure: (pid: number, port: number) => Promise<T
 
 async function runBaseline(): Promise<number | null> {
   if (!cfg.phases.has('baseline')) return null;
-  return withBaseline(async (pid, port) => (await drive('baseline (bare Koa)', pid, `http://127.0.0.1:${port}`, (conn) => evaluateRequests(BASELINE_KEY, conn), {})).rps);
+  return withBaseline(async (pid, _port, url) => (await drive('baseline (bare Koa)', pid, url, (conn) => evaluateRequests(BASELINE_KEY, conn), {})).rps);
 }
 
 /**

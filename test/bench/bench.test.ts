@@ -1,0 +1,65 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import test from 'ava';
+import { REPO_ROOT } from '../helpers/tps.js';
+
+// `npm run bench` in its short mode, against the server from source: the output issue 7 asks for
+// (a table, then one JSON object as the last line), every phase including the floor, and every
+// promised event found in the store. No timing is asserted, only that each figure was measured.
+
+function runBench(): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/run.ts')], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      BENCH_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
+      BENCH_NODE_ARGS: '--import tsx',
+      BENCH_SECONDS: '1',
+      BENCH_WARMUP_SECONDS: '1',
+      BENCH_CONNECTIONS: '4',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** The table's row whose phase cell is `phase`, as its cells. */
+function row(stdout: string, phase: string): string[] | undefined {
+  return stdout
+    .split('\n')
+    .map((line) => line.split('|').map((cell) => cell.trim()))
+    .find((cells) => cells[1] === phase)
+    ?.slice(1, -1);
+}
+
+test('the benchmark prints every phase, the floor under the 50% row, and the JSON of issue 7 last', async (t) => {
+  const { code, stdout, stderr } = await runBench();
+  t.is(code, 0, stderr);
+
+  const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1)!) as Record<string, number>;
+  for (const key of ['baselineRps', 'evaluateRps', 'ingestRps', 'evaluateRatio', 'evaluateP50Ms', 'evaluateP99Ms', 'evaluateHalfLoadP50Ms', 'evaluateHalfLoadP99Ms', 'baselineHalfLoadP99Ms', 'rssMb', 'eventsStored']) {
+    const value = summary[key];
+    t.true(typeof value === 'number' && Number.isFinite(value) && value > 0, `${key}: ${String(value)}`);
+  }
+  t.is(summary.evaluateRatio, Math.round((summary.evaluateRps! / summary.baselineRps!) * 1000) / 1000);
+
+  for (const phase of ['baseline (bare Koa)', 'evaluate (mix, max rate)', 'ingest (max rate)']) t.truthy(row(stdout, phase), phase);
+  const half = row(stdout, 'evaluate (50% of max, paced)');
+  const floor = row(stdout, 'bare Koa, paced at the same rate');
+  t.truthy(half);
+  t.truthy(floor);
+  // Same rate, same p99 as the JSON's: the floor is measured where (d) was.
+  t.is(floor![1], half![1]);
+  t.is(Number(floor![8]), summary.baselineHalfLoadP99Ms);
+  t.is(Number(half![8]), summary.evaluateHalfLoadP99Ms);
+
+  const counted = /events stored \(SQL count afterwards\): (\d+); 2xx answers, each of which promised one: (\d+)/.exec(stdout);
+  t.truthy(counted, stdout);
+  t.is(Number(counted![1]), summary.eventsStored);
+  t.true(Number(counted![1]) >= Number(counted![2]), counted![0]);
+  t.true(stdout.includes('every step-up retry found its challenge'));
+});
