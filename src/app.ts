@@ -11,10 +11,12 @@ import { KeyRing } from './auth/keyring.js';
 import type { Settings } from './config/env.js';
 import type { AdvisoryPort } from './evaluate/advisory.js';
 import { Evaluator } from './evaluate/evaluator.js';
+import { localRunner, threadRunner, type EvaluationRunner } from './evaluate/runner.js';
+import { EvaluationThread } from './evaluate/thread.js';
 import { EventHub } from './events/hub.js';
 import { Ingestor } from './events/ingest.js';
 import { RetentionPruner } from './events/retention.js';
-import { createLogger, type Logger } from './http/logger.js';
+import { createLogger, safeError, type Logger } from './http/logger.js';
 import { createMetrics, type Metrics } from './http/metrics.js';
 import { authenticate, errors, rateLimit, requestId, requireJson, type TpsState } from './http/middleware.js';
 import { evaluateRoutes } from './http/routes/evaluate.js';
@@ -25,12 +27,10 @@ import { ConfigHolder } from './policy/holder.js';
 import { watchConfig, type ReloadOutcome } from './policy/watch.js';
 import { GroupCommitter } from './record/groupCommit.js';
 import { openDatabase, type Database } from './store/db.js';
-import { KnexEventStore, type EventRecord } from './store/eventStore.js';
+import { KnexEventStore, prepareEvent, type PreparedEvent } from './store/eventStore.js';
 import { KnexKeyStore } from './store/keyStore.js';
 import { PolicyVersionStore } from './store/policyVersionStore.js';
-import { MemoryChallengeStore, type ChallengeStore } from './state/challenges.js';
-import { MemoryVelocityCounter, type VelocityCounter } from './state/counters.js';
-import { connectRedis, RedisChallengeStore, RedisVelocityCounter } from './state/redis.js';
+import { openState } from './state/open.js';
 
 export interface Tps {
   app: Koa<TpsState>;
@@ -42,7 +42,12 @@ export interface Tps {
   keyStore: KnexKeyStore;
   events: KnexEventStore;
   policyVersions: PolicyVersionStore;
-  evaluator: Evaluator;
+  /** Where POST /api/evaluate goes. */
+  evaluations: EvaluationRunner;
+  /** The Evaluator in this thread, when evaluations run here (TPS_EVALUATE_THREAD=false, or an injected advisor). */
+  evaluator?: Evaluator;
+  /** The evaluation thread, when evaluations run there (TPS_EVALUATE_THREAD: with SQLite by default). */
+  evaluationThread?: EvaluationThread;
   metrics: Metrics;
   /** Decision Logs and Event Stream (docs/events.md). */
   ingestor: Ingestor;
@@ -58,6 +63,7 @@ export interface Tps {
 
 export interface TpsOptions {
   logger?: Logger;
+  /** An advisory stage of the caller's (tests): a function, so evaluations then run in this thread. */
   advisor?: AdvisoryPort;
   /** Key prefix for Redis state, so several instances or test runs can share one Redis. */
   redisPrefix?: string;
@@ -86,27 +92,19 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     const configWatcher = watchConfig(config, { dir: settings.configDir, logger, watch: settings.watchConfig, debounceMs: settings.watchDebounceMs });
     closers.push(async () => configWatcher.close());
 
-    let counters: VelocityCounter;
-    let challenges: ChallengeStore;
-    if (settings.redisUrl) {
-      const redis = connectRedis(settings.redisUrl);
-      closers.push(async () => void redis.disconnect());
-      counters = new RedisVelocityCounter(redis, options.redisPrefix);
-      challenges = new RedisChallengeStore(redis, options.redisPrefix);
-    } else {
-      counters = new MemoryVelocityCounter();
-      challenges = new MemoryChallengeStore();
-    }
+    // This thread's state: the API quota, and evaluations when they run here.
+    const state = openState(settings.redisUrl, options.redisPrefix);
+    closers.push(() => state.close());
 
     const events = new KnexEventStore(db);
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });
     const retention = new RetentionPruner(events, { days: settings.events.retentionDays, intervalMs: 60_000, batch: 1000, pauseMs: 50, logger });
-    const committer = new GroupCommitter<EventRecord>(
+    const committer = new GroupCommitter<PreparedEvent>(
       async (batch) => {
         const endTimer = metrics.commitSeconds.startTimer();
         try {
-          await events.insertBatch(batch);
+          await events.insertPrepared(batch);
           endTimer();
           metrics.commitBatch.observe(batch.length);
           hub.notify();
@@ -118,21 +116,41 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       settings.commitMaxBatch,
       settings.commitMaxDelayMs,
     );
-    const evaluator = new Evaluator({
-      catalog: config.current,
-      counters,
-      challenges,
-      record: (event) => committer.append(event),
-      advisor:
-        options.advisor ??
-        advisoryPort(createAdvisor({ ...settings.ai, metrics: registerAiMetrics(metrics.registry), logger })),
-      challengeTtlMs: settings.challengeTtlSeconds * 1000,
-    });
+    const advisor = createAdvisor({ ...settings.ai, metrics: registerAiMetrics(metrics.registry), logger });
+    const challengeTtlMs = settings.challengeTtlSeconds * 1000;
+    let evaluator: Evaluator | undefined;
+    let evaluationThread: EvaluationThread | undefined;
+    let evaluations: EvaluationRunner;
+    // auto: with SQLite the HTTP thread is the limit and the store needs no other process's CPU;
+    // with PostgreSQL on a small shared machine, a second busy thread took the backend's (README).
+    const threaded = settings.evaluateThread === 'auto' ? db.dialect === 'sqlite' : settings.evaluateThread === 'true';
+    if (threaded && !options.advisor) {
+      const source = config.current().source;
+      const thread = new EvaluationThread({ source, redisUrl: settings.redisUrl, redisPrefix: options.redisPrefix, challengeTtlMs }, advisor, (err) =>
+        logger.error({ err: safeError(err) }, 'the evaluation thread failed; starting it again'),
+      );
+      // Before the swap: the thread has the new version by the time an answer can name it.
+      config.onSwap((next) => thread.setCatalog(next.source));
+      closers.unshift(() => thread.close());
+      await thread.ready;
+      evaluations = threadRunner(thread, (event) => committer.append(event));
+      evaluationThread = thread;
+    } else {
+      evaluator = new Evaluator({
+        catalog: config.current,
+        counters: state.counters,
+        challenges: state.challenges,
+        record: (event) => committer.append(prepareEvent(event)),
+        advisor: options.advisor ?? advisoryPort(advisor),
+        challengeTtlMs,
+      });
+      evaluations = localRunner(evaluator);
+    }
     const keys = new KeyRing(keyStore, settings.keyCacheMs);
 
     const app = new Koa<TpsState>({ proxy: false });
     app.silent = true;
-    const guard = [authenticate(keys), rateLimit(counters, settings.keyRateLimitPerMinute)];
+    const guard = [authenticate(keys), rateLimit(state.counters, settings.keyRateLimitPerMinute)];
     const json = [requireJson(), bodyParser({ enableTypes: ['json'], jsonLimit: String(settings.maxBodyBytes), strict: true }) as never];
     app.use(requestId());
     app.use(metrics.observe());
@@ -144,7 +162,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       policyVersions,
       stream: { maxQueue: settings.events.streamMaxQueue, pageSize: 200, heartbeatMs: settings.events.streamHeartbeatMs, stallMs: 60_000, retryMs: 2000 },
     });
-    for (const router of [evaluateRoutes([...guard, ...json], evaluator, metrics), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics), eventsRouter]) {
+    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, settings.maxBodyBytes), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics), eventsRouter]) {
       app.use(router.routes());
     }
 
@@ -160,7 +178,9 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       keyStore,
       events,
       policyVersions,
+      evaluations,
       evaluator,
+      evaluationThread,
       metrics,
       ingestor,
       hub,
@@ -182,8 +202,6 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         await Promise.all(servers.map((s) => new Promise<void>((resolve) => { s.close(() => resolve()); s.closeIdleConnections(); })));
         await committer.drain();
         await ingestor.drain();
-        await counters.close();
-        await challenges.close();
         for (const close of closers) await close();
         await db.close();
       },

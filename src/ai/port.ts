@@ -10,7 +10,7 @@ import type { AiSettings } from './types.js';
  * brings new operation objects, so the cache follows the configuration), and only the minimized
  * view of the transaction handed over. Operations without an `ai:` block get no assessment at all.
  */
-export function advisoryPort(advisor: Advisor): AdvisoryPort {
+export function advisoryPort(advisor: Pick<Advisor, 'assess'>): AdvisoryPort {
   const settingsOf = new WeakMap<CompiledOperation, AiSettings | null>();
   return {
     async assess({ operation, policy, facts, risk }) {

@@ -15,6 +15,8 @@ export interface Settings {
   keyRateLimitPerMinute: number;
   keyCacheMs: number;
   workers: number;
+  /** Evaluate in a thread of its own (TPS_EVALUATE_THREAD, src/evaluate/thread.ts); auto: with SQLite only. */
+  evaluateThread: 'auto' | 'true' | 'false';
   commitMaxBatch: number;
   commitMaxDelayMs: number;
   /** SQLite's synchronous setting for commits (TPS_SQLITE_SYNC): full survives power loss, normal a crashed process. */
@@ -76,6 +78,7 @@ export function readSettings(env: Env = process.env): Settings {
     keyRateLimitPerMinute: int(env, 'TPS_KEY_RATE_LIMIT_PER_MINUTE', 0),
     keyCacheMs: int(env, 'TPS_KEY_CACHE_MS', 1000),
     workers: int(env, 'TPS_WORKERS', 1, 1),
+    evaluateThread: oneOf(env, 'TPS_EVALUATE_THREAD', ['auto', 'true', 'false'] as const, 'auto'),
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
     commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
     sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),

@@ -15,6 +15,11 @@ import type { AdvisoryPort } from './advisory.js';
 import { transactionFingerprint } from './fingerprint.js';
 import { newTelemetryId } from './telemetryId.js';
 
+/** A commit that failed, as the client sees it: nothing was stored, so the evaluation can be retried. */
+export function storeUnavailable(err: unknown): never {
+  throw new ApiError('store_unavailable', 'the decision could not be recorded; nothing was stored, retry the evaluation', undefined, undefined, err);
+}
+
 export interface EvaluatorDeps {
   /** The configuration in force; read once per evaluation, so a reload never splits one. */
   catalog(): Catalog;
@@ -78,11 +83,7 @@ export class Evaluator {
     const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprintOf(), outcome, telemetryId, nowMs) : undefined;
     const response = this.respond(operation, policy, outcome, telemetryId, issued, ai);
     const event = this.toEvent({ environment, req, operation, policy, facts, velocity, risk, run, outcome, monitor: monitored?.monitor, telemetryId, issued, ai, challenge, nowMs });
-    try {
-      await this.deps.record(event);
-    } catch (err) {
-      throw new ApiError('store_unavailable', 'the decision could not be recorded; nothing was stored, retry the evaluation', undefined, undefined, err);
-    }
+    await this.deps.record(event).catch(storeUnavailable);
     return { response, event };
   }
 

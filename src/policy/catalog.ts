@@ -26,6 +26,8 @@ export interface Catalog {
   versionId: string;
   operations: ReadonlyMap<string, CompiledOperation>;
   policies: ReadonlyMap<string, CompiledPolicy>;
+  /** What it was compiled from: the evaluation thread compiles the very same (src/evaluate/thread.ts). */
+  source: LoadedConfig;
 }
 
 export function lookupOperation(catalog: Catalog, environment: string, key: string): CompiledOperation | undefined {
@@ -99,7 +101,7 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
     .update([...policies.values()].map((p) => p.versionId).join('\n'))
     .digest('hex')
     .slice(0, 16);
-  return { catalog: { dir: loaded.dir, loadedAt: new Date(), versionId, operations, policies }, problems };
+  return { catalog: { dir: loaded.dir, loadedAt: new Date(), versionId, operations, policies, source: loaded }, problems };
 }
 
 /** Loads and compiles a configuration folder, or throws ConfigError listing every problem. */

@@ -4,12 +4,13 @@ import { filteredEvents, predicateCount, type EventFilter } from './eventFilter.
 import type { Database } from './db.js';
 import { fromRow, type EventRow } from './eventRows.js';
 import { postgresEventWriter, sqliteEventWriter } from './eventWriteTx.js';
-import { EventWrites } from './eventWrites.js';
+import { EventWrites, type PreparedEvent } from './eventWrites.js';
 import { hasFacetFilter, matchingFacets } from './facets.js';
 import { hasReason, reasonKey } from './reasonIndex.js';
 import { seqBounds } from './timeMarks.js';
 
 export { fromRow, keyOf, toRow, type EventRow } from './eventRows.js';
+export { prepareEvent, type PreparedEvent } from './eventWrites.js';
 
 /** A decision event as written: DecisionEvent with its time as epoch milliseconds. */
 export interface EventRecord extends Omit<DecisionEvent, 'createdAt'> {
@@ -71,6 +72,11 @@ export class KnexEventStore implements EventStore {
   /** Stores a batch in one transaction; a clash with a stored telemetryId fails the whole batch. */
   insertBatch(events: readonly EventRecord[]): Promise<void> {
     return this.writes.insertBatch(events);
+  }
+
+  /** insertBatch for events already prepared (prepareEvent): the evaluate path's group commit. */
+  insertPrepared(events: readonly PreparedEvent[]): Promise<void> {
+    return this.writes.insertPrepared(events);
   }
 
   /** See EventWrites.insertNew. */

@@ -10,7 +10,7 @@ import { BUCKET_MS, marksUpsertSql } from './timeMarks.js';
 /** A row the insert stored: its seq and key. */
 export type Inserted = { seq: number; environment: string; telemetry_id: string };
 
-/** An event to insert: EVENT_COLUMNS values, then its facet id, then its reason keys (reasonIndex.ts). */
+/** An event to insert: EVENT_COLUMNS values (explanation_z as hex), then its facet id, then its reason keys (reasonIndex.ts). */
 export type EventInsert = readonly unknown[];
 
 /**
@@ -85,7 +85,6 @@ const POSTGRES: Dialect = {
 // An EventInsert's columns, with the SQL type of each that is not text; its reason keys follow.
 const EVENT_INSERT = [...EVENT_COLUMNS, 'facet'];
 const EVENT_TYPES: Record<string, string> = { created_at: 'bigint', score: 'double precision', monitored: 'boolean', explanation_z: 'bytea', facet: 'integer' };
-const EXPLANATION_Z = EVENT_COLUMNS.indexOf('explanation_z');
 const [TELEMETRY_ID, ENVIRONMENT, REASON_KEYS] = [EVENT_INSERT.indexOf('telemetry_id'), EVENT_INSERT.indexOf('environment'), EVENT_INSERT.length];
 
 function writeSql(d: Dialect) {
@@ -112,9 +111,9 @@ function writeSql(d: Dialect) {
 const SQLITE_SQL = writeSql(SQLITE);
 const POSTGRES_SQL = writeSql(POSTGRES);
 
-/** Rows as one JSON parameter; the compressed explanation as hex. */
+/** Rows as one JSON parameter (an EventInsert's compressed explanation is hex already). */
 const json = (rows: readonly (readonly unknown[])[]) => JSON.stringify(rows);
-const eventsJson = (rows: readonly EventInsert[]) => json(rows.map((row) => row.map((v, i) => (i === EXPLANATION_Z && v ? (v as Buffer).toString('hex') : v))));
+const eventsJson = json;
 
 /** The statements of a transaction, but for the events insert (a store's own). */
 function writeTx(db: Statements, sql: typeof SQLITE_SQL, insertEvents: EventWriteTx['insertEvents']): EventWriteTx {

@@ -1,6 +1,6 @@
-import { fromRow, keyOf, rowValues } from './eventRows.js';
+import { EVENT_COLUMNS, fromRow, keyOf, rowValues } from './eventRows.js';
 import type { EventInsert, EventWriter } from './eventWriteTx.js';
-import { FacetIds, facetOf } from './facets.js';
+import { FacetIds, facetOf, type Facet } from './facets.js';
 import { reasonKeys, reasonRows } from './reasonIndex.js';
 import type { EventRecord, InsertNewResult, StoredEvent } from './eventStore.js';
 import { bucketOf } from './timeMarks.js';
@@ -13,6 +13,25 @@ export interface PrunedRow {
 }
 
 /**
+ * An event made ready for the store before the writer's turn: its column values (EVENT_COLUMNS,
+ * the compressed explanation as hex, as the batch's JSON carries it), its facet and its reason
+ * keys. Plain data, so the evaluation thread can build it and hand it over (src/evaluate/thread.ts).
+ */
+export interface PreparedEvent {
+  values: unknown[];
+  facet: Facet;
+  reasonKeys: number[];
+}
+
+const EXPLANATION_Z = EVENT_COLUMNS.indexOf('explanation_z');
+
+export function prepareEvent(e: EventRecord): PreparedEvent {
+  const values = rowValues(e);
+  values[EXPLANATION_Z] = (values[EXPLANATION_Z] as Buffer | null)?.toString('hex') ?? null;
+  return { values, facet: facetOf(e), reasonKeys: reasonKeys(e.environment, e.reasons) };
+}
+
+/**
  * Writing events: one statement per batch that also writes its reason index and time marks. The
  * same logic for both stores; only the statements differ (eventWriteTx.ts).
  */
@@ -22,7 +41,12 @@ export class EventWrites {
   constructor(private readonly writer: EventWriter) {}
 
   /** Stores a batch in one statement; a clash with a stored telemetryId fails the whole batch. */
-  async insertBatch(events: readonly EventRecord[]): Promise<void> {
+  insertBatch(events: readonly EventRecord[]): Promise<void> {
+    return this.insertPrepared(events.map(prepareEvent));
+  }
+
+  /** insertBatch for events already prepared. */
+  async insertPrepared(events: readonly PreparedEvent[]): Promise<void> {
     if (events.length === 0) return;
     await this.writer.insertAlone(await this.rows(events));
   }
@@ -39,7 +63,7 @@ export class EventWrites {
       const key = keyOf(e.environment, e.telemetryId);
       if (!first.has(key)) first.set(key, i);
     });
-    const rows = await this.rows([...first.values()].map((i) => events[i]!));
+    const rows = await this.rows([...first.values()].map((i) => prepareEvent(events[i]!)));
     return this.writer.transaction(async (tx) => {
       const stored = new Set((await tx.insertEvents(rows, true)).map((r) => keyOf(r.environment, r.telemetry_id)));
       const inserted = events.map((e, i) => {
@@ -66,12 +90,12 @@ export class EventWrites {
   }
 
   /**
-   * The rows that insert these events, explanations compressed and facet ids found, before any
-   * transaction opens. New facets are committed on their own: a facet with no event yet is
-   * harmless, and their ids can be remembered at once.
+   * The rows that insert these events, their facet ids found, before any transaction opens. New
+   * facets are committed on their own: a facet with no event yet is harmless, and their ids can be
+   * remembered at once.
    */
-  private async rows(events: readonly EventRecord[]): Promise<EventInsert[]> {
-    const facets = events.map(facetOf);
+  private async rows(events: readonly PreparedEvent[]): Promise<EventInsert[]> {
+    const facets = events.map((e) => e.facet);
     const ids = this.facetIds.known(facets);
     const missing = facets.filter((_, i) => ids[i] === undefined);
     if (missing.length) {
@@ -80,6 +104,6 @@ export class EventWrites {
       let next = 0;
       for (let i = 0; i < ids.length; i++) ids[i] ??= found[next++];
     }
-    return events.map((e, i) => [...rowValues(e), ids[i], reasonKeys(e.environment, e.reasons)]);
+    return events.map((e, i) => [...e.values, ids[i], e.reasonKeys]);
   }
 }

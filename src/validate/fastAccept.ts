@@ -25,7 +25,10 @@ interface AnySchema {
   _typeCheck(value: unknown): boolean;
 }
 type Test = { OPTIONS: { name?: string; test: (this: unknown, value: unknown, ctx: unknown) => unknown; skipAbsent?: boolean } };
-type Accept = (value: unknown, parent: unknown, path: string) => boolean;
+type Accept = ((value: unknown, parent: unknown, path: string) => boolean) & {
+  /** The verdict on an absent (undefined) value, where it does not depend on where the value sits. */
+  absent?: boolean;
+};
 
 /** Thrown inside a test's context to say "not the fast path's business": yup decides. */
 const BAIL = Symbol('bail');
@@ -52,7 +55,8 @@ function compile(schema: AnySchema): Accept {
     throw new Error('compileFastAccept: only plain yup schemas (no when(), lazy() or refs) are supported');
   }
   // The same tests yup runs, in the same two groups: internal ones first, then the schema's own.
-  const tests = [...Object.values(schema.internalTests).filter((t): t is Test => t !== undefined), ...schema.tests].map((t) => t.OPTIONS);
+  const internal = Object.values(schema.internalTests).filter((t): t is Test => t !== undefined).map((t) => t.OPTIONS);
+  const tests = [...internal, ...schema.tests.map((t) => t.OPTIONS)];
   const recursive = schema.spec.recursive !== false;
   let children: ((value: object, path: string) => boolean) | undefined;
 
@@ -64,8 +68,14 @@ function compile(schema: AnySchema): Accept {
     });
     children = (value, path) => {
       for (const f of fields) {
+        const v = (value as Record<string, unknown>)[f.key];
+        // Most declared fields are absent from a request: those settle without a path or a context.
+        if (v === undefined && f.accept.absent !== undefined) {
+          if (!f.accept.absent) return false;
+          continue;
+        }
         const childPath = f.dotted ? `${path}["${f.key}"]` : path ? `${path}.${f.key}` : f.key;
-        if (!f.accept((value as Record<string, unknown>)[f.key], value, childPath)) return false;
+        if (!f.accept(v, value, childPath)) return false;
       }
       return true;
     };
@@ -80,17 +90,36 @@ function compile(schema: AnySchema): Accept {
     throw new Error(`compileFastAccept: ${schema.type} schema without fields`);
   }
 
-  return (value, parent, path) => {
-    const ctx = { path, parent, schema, options: OPTIONS, originalValue: value, from: undefined, type: undefined as string | undefined, createError: bail, resolve: resolveItem };
-    for (const t of tests) {
+  // One context per schema node, refilled on each visit: validation is synchronous and a node is
+  // never visited inside its own visit, so no test can see another's values.
+  const ctx = { path: '', parent: undefined as unknown, schema, options: OPTIONS, originalValue: undefined as unknown, from: undefined, type: undefined as string | undefined, createError: bail, resolve: resolveItem };
+  const run = (value: unknown, parent: unknown, path: string, which: typeof tests): boolean => {
+    ctx.path = path;
+    ctx.parent = parent;
+    ctx.originalValue = value;
+    for (const t of which) {
       if (t.skipAbsent && (value === null || value === undefined)) continue;
       ctx.type = t.name;
       if (t.test.call(ctx, value, ctx) !== true) return false;
     }
+    return true;
+  };
+  const accept: Accept = (value, parent, path) => {
+    if (!run(value, parent, path, tests)) return false;
     if (!children || value === null || typeof value !== 'object') return true;
     // yup checks children only when the value passed its type check: so does this.
     return schema._typeCheck(value) ? children(value, path) : false;
   };
+  // yup's internal tests read only the value and the schema, and skipAbsent tests skip undefined:
+  // when no test of the schema's own runs on undefined, an absent value's verdict is fixed.
+  if (!schema.tests.some((t) => !t.OPTIONS.skipAbsent)) {
+    try {
+      accept.absent = run(undefined, undefined, '', internal);
+    } catch {
+      accept.absent = false;
+    }
+  }
+  return accept;
 }
 
 /** `this.resolve` of a test: plain values pass through; references are yup's job. */

@@ -1,13 +1,11 @@
 import { spawn } from 'node:child_process';
-import { Writable } from 'node:stream';
 import path from 'node:path';
 import test from 'ava';
-import { pino } from 'pino';
 import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
-import { freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
+import { capturedLogs, freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
 for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
@@ -83,14 +81,7 @@ test('Redis: two instances share velocity counters and challenges; keys are clea
 });
 
 test('logs carry no secret key, token or payload value', async (t) => {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  const logger = pino({ level: 'trace' }, sink);
+  const { logger, lines } = capturedLogs('trace');
   const tps = await startTps({ logger });
   try {
     await post(`${tps.url}/api/evaluate`, { ...samples.bulkExport(), metadata: { notes: 'NOTE-VALUE-9', proofToken: 'PROOF-VALUE-9' } }, tps.secretKey);

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Writable } from 'node:stream';
 import knexFactory from 'knex';
+import { pino } from 'pino';
 import { createTps, type Tps } from '../../src/app.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
@@ -114,6 +116,18 @@ export async function dropRedisPrefix(prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** A logger whose lines (JSON text, one per entry) are kept for a test to read. */
+export function capturedLogs(level: string): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink) as unknown as Logger, lines };
 }
 
 /** POSTs JSON with the given key; returns status, headers and parsed body. */

@@ -99,7 +99,7 @@ test('evaluations in flight finish on the version they started with', async (t) 
     cfg.cleanup();
   });
   const before = versionOf(cfg, 'payments');
-  const inFlight = tps.evaluator.evaluate('test', payment(7000));
+  const inFlight = tps.evaluator!.evaluate('test', payment(7000));
   t.is(await inAdvisor, before);
 
   cfg.replace('rules/payments.yaml', 'value: 10000', 'value: 5000');
@@ -111,7 +111,7 @@ test('evaluations in flight finish on the version they started with', async (t) 
   const { response } = await inFlight;
   t.is(response.policyVersionId, before);
   t.is(response.decision, 'allow');
-  const next = await tps.evaluator.evaluate('test', payment(7000));
+  const next = await tps.evaluator!.evaluate('test', payment(7000));
   t.is(next.response.policyVersionId, versionOf(cfg, 'payments'));
   t.is(next.response.decision, 'step_up_required');
 });

@@ -1,17 +1,19 @@
 import Router from '@koa/router';
-import { ApiError } from '../../api/errors.js';
-import type { Evaluator } from '../../evaluate/evaluator.js';
-import { validateEvaluateRequest } from '../../validate/evaluateRequest.js';
+import coBody from 'co-body';
+import type { EvaluationRunner } from '../../evaluate/runner.js';
 import type { Metrics } from '../metrics.js';
 import type { Middleware, TpsState } from '../middleware.js';
 
-/** POST /api/evaluate: validate → evaluate (facts, risk, policy, decide, record) → respond. */
-export function evaluateRoutes(guard: Middleware[], evaluator: Evaluator, metrics: Metrics): Router<TpsState> {
+/**
+ * POST /api/evaluate: the body's text goes to the runner (parse → validate → facts, risk, policy,
+ * decide), whose event is committed before the answer. The text is read here, with the size limit
+ * and content-encoding handling of koa-bodyparser, and parsed where it is evaluated.
+ */
+export function evaluateRoutes(guard: Middleware[], runner: EvaluationRunner, metrics: Metrics, maxBodyBytes: number): Router<TpsState> {
   const router = new Router<TpsState>();
   router.post('/api/evaluate', ...guard, async (ctx) => {
-    const checked = validateEvaluateRequest(ctx.request.body);
-    if (!checked.ok) throw new ApiError('invalid_request', 'the evaluate request is invalid', checked.details);
-    const { response } = await evaluator.evaluate(ctx.state.principal.environment, checked.value);
+    const text = await coBody.text(ctx, { limit: maxBodyBytes, encoding: 'utf8' });
+    const response = await runner.evaluate(ctx.state.principal.environment, text);
     metrics.decisions.inc({ operation: response.operationKey, decision: response.decision });
     ctx.body = response;
   });

@@ -1,0 +1,159 @@
+import { Worker } from 'node:worker_threads';
+import type { AiAssessment, EvaluateResponse, ErrorCode, ErrorDetail } from '../api/types.js';
+import { ApiError } from '../api/errors.js';
+import type { Advisor } from '../ai/advisor.js';
+import type { AdvisoryView, AiSettings } from '../ai/types.js';
+import type { LoadedConfig } from '../policy/load.js';
+import type { PreparedEvent } from '../store/eventWrites.js';
+
+/** What the evaluation thread is started with (workerData). */
+export interface ThreadOptions {
+  source: LoadedConfig;
+  redisUrl?: string;
+  redisPrefix?: string;
+  challengeTtlMs: number;
+}
+
+/** An error the thread sends back: a client's (`api`: an ApiError's fields) or a bug's (safeError's). */
+export interface ThreadError {
+  api?: { code: ErrorCode; details?: ErrorDetail[]; headers?: Record<string, string> };
+  message: string;
+  name?: string;
+  stack?: string;
+}
+
+export type ToThread =
+  | { type: 'evaluate'; id: number; environment: string; text: string }
+  | { type: 'catalog'; id: number; source: LoadedConfig }
+  | { type: 'assessed'; id: number; assessment: AiAssessment }
+  | { type: 'close'; id: number };
+
+export type FromThread =
+  | { type: 'ready' }
+  | { type: 'evaluated'; id: number; response: EvaluateResponse; event: PreparedEvent }
+  | { type: 'failed'; id: number; error: ThreadError }
+  | { type: 'done'; id: number }
+  | { type: 'assess'; id: number; view: AdvisoryView; settings: AiSettings };
+
+/** A bug in the thread, logged by the main thread with its request id; the client sees internal_error. */
+export class ThreadFailure extends Error {
+  constructor(e: ThreadError) {
+    super(e.message);
+    this.name = e.name ?? 'Error';
+    if (e.stack) this.stack = `${this.name}: ${e.message}\n${e.stack}`;
+  }
+}
+
+// Left to V8, the thread's heap sized its young generation like the main thread's (heap ~55 MB)
+// and the process ended a run at ~187 MB of RSS; with 8 MB, ~160 MB (heap ~45 MB), for more (and
+// shorter) scavenges in the evaluation thread only.
+const YOUNG_GENERATION_MB = 8;
+
+// From source (tests, `npm run dev`) the thread's module is TypeScript: tsx registers itself in the
+// thread first, as it does not follow a process into its worker threads.
+function spawn(options: ThreadOptions): Worker {
+  const url = new URL(`./threadMain${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+  const common = { workerData: options, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } };
+  if (!url.pathname.endsWith('.ts')) return new Worker(url, common);
+  const code = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`;
+  return new Worker(code, { eval: true, ...common });
+}
+
+/**
+ * The evaluation thread: validation, facts, risk, policy, decision and the event's row run there,
+ * with the step-up challenges and velocity counts (in that thread's memory, or in Redis). The main
+ * thread keeps HTTP, keys, the advisor and the store, so an answer's CPU is split between two cores
+ * instead of queueing on one. A thread that dies is started again; what was in flight fails.
+ */
+export class EvaluationThread {
+  /** Undefined between a thread's end and its successor's start. */
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, { resolve: (m: FromThread) => void; reject: (err: Error) => void }>();
+  private nextId = 0;
+  private closing = false;
+  /** Settles once the first thread has compiled its configuration, or failed to. */
+  readonly ready: Promise<void>;
+
+  /** `onFailure` hears of a thread that threw or stopped; it is started again either way. */
+  constructor(
+    private options: ThreadOptions,
+    private readonly advisor: Advisor,
+    private readonly onFailure: (err: Error) => void,
+  ) {
+    this.ready = this.start();
+  }
+
+  private start(): Promise<void> {
+    const worker = spawn(this.options);
+    const startedAt = Date.now();
+    this.worker = worker;
+    return new Promise((resolve, reject) => {
+      worker.on('message', (m: FromThread) => {
+        if (m.type === 'ready') return resolve();
+        if (m.type === 'assess') return void this.assess(worker, m.id, m.view, m.settings);
+        const waiting = this.pending.get(m.id);
+        this.pending.delete(m.id);
+        waiting?.resolve(m);
+      });
+      worker.on('error', (err) => {
+        reject(err);
+        this.onFailure(err);
+      });
+      worker.on('exit', (code) => {
+        const gone = new Error(`the evaluation thread stopped (exit code ${code})`);
+        reject(gone);
+        this.worker = undefined;
+        for (const p of this.pending.values()) p.reject(gone);
+        this.pending.clear();
+        if (this.closing) return;
+        this.onFailure(gone);
+        // A thread that dies as it starts would otherwise be restarted in a tight loop.
+        const again = () => void (this.closing || this.start().catch(() => undefined));
+        if (Date.now() - startedAt < 1000) setTimeout(again, 1000).unref();
+        else again();
+      });
+    });
+  }
+
+  /** Stops the thread as a crash would (what was in flight fails, a new one starts): for tests of that path. */
+  async kill(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
+  private send(message: ToThread): Promise<FromThread> {
+    const worker = this.worker;
+    if (!worker) return Promise.reject(new Error('the evaluation thread is starting again'));
+    return new Promise((resolve, reject) => {
+      this.pending.set(message.id, { resolve, reject });
+      worker.postMessage(message);
+    });
+  }
+
+  private async assess(worker: Worker, id: number, view: AdvisoryView, settings: AiSettings): Promise<void> {
+    // Advisor.assess never throws: a failure is an assessment with status error. The answer goes to
+    // the thread that asked, never to a successor that reuses its ids.
+    const assessment = await this.advisor.assess(view, settings);
+    if (worker === this.worker) worker.postMessage({ type: 'assessed', id, assessment } satisfies ToThread);
+  }
+
+  /** The answer and the event to commit; a client's mistake rejects as its ApiError. */
+  async evaluate(environment: string, text: string): Promise<{ response: EvaluateResponse; event: PreparedEvent }> {
+    const m = await this.send({ type: 'evaluate', id: this.nextId++, environment, text });
+    if (m.type === 'evaluated') return m;
+    const error = (m as Extract<FromThread, { type: 'failed' }>).error;
+    throw error.api ? new ApiError(error.api.code, error.message, error.api.details, error.api.headers) : new ThreadFailure(error);
+  }
+
+  /** A new configuration: evaluations that already started finish on the one they read. */
+  async setCatalog(source: LoadedConfig): Promise<void> {
+    this.options = { ...this.options, source };
+    const m = await this.send({ type: 'catalog', id: this.nextId++, source });
+    if (m.type === 'failed') throw new ThreadFailure(m.error);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.send({ type: 'close', id: this.nextId++ }).catch(() => undefined);
+    await this.worker?.terminate();
+  }
+}

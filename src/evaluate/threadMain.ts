@@ -1,0 +1,81 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { ApiError } from '../api/errors.js';
+import type { AiAssessment } from '../api/types.js';
+import type { Advisor } from '../ai/advisor.js';
+import { advisoryPort } from '../ai/port.js';
+import { safeError } from '../http/logger.js';
+import { compileCatalog, type Catalog } from '../policy/catalog.js';
+import type { LoadedConfig } from '../policy/load.js';
+import { openState } from '../state/open.js';
+import { prepareEvent } from '../store/eventWrites.js';
+import { evaluateBody } from './body.js';
+import { Evaluator } from './evaluator.js';
+import type { FromThread, ThreadError, ThreadOptions, ToThread } from './thread.js';
+
+// The evaluation thread (thread.ts): its own catalog, compiled from the source the main thread
+// loaded, its own state, and the advisor reached through the main thread.
+const port = parentPort!;
+const options = workerData as ThreadOptions;
+const reply = (m: FromThread) => port.postMessage(m);
+
+function compile(source: LoadedConfig): Catalog {
+  const { catalog, problems } = compileCatalog(source);
+  if (!catalog) throw new Error(`the configuration does not compile in the evaluation thread: ${problems.map((p) => p.message).join('; ')}`);
+  return catalog;
+}
+
+let catalog = compile(options.source);
+const state = openState(options.redisUrl, options.redisPrefix);
+const assessing = new Map<number, (a: AiAssessment) => void>();
+let nextAssessment = 0;
+const advisor: Pick<Advisor, 'assess'> = {
+  assess: (view, settings) =>
+    new Promise((resolve) => {
+      const id = nextAssessment++;
+      assessing.set(id, resolve);
+      reply({ type: 'assess', id, view, settings });
+    }),
+};
+
+// `record` is the main thread's: each evaluation's event goes back with its answer, and the main
+// thread commits it before answering.
+const evaluator = new Evaluator({
+  catalog: () => catalog,
+  counters: state.counters,
+  challenges: state.challenges,
+  record: async () => undefined,
+  advisor: advisoryPort(advisor),
+  challengeTtlMs: options.challengeTtlMs,
+});
+
+const failure = (err: unknown): ThreadError =>
+  err instanceof ApiError ? { api: { code: err.code, details: err.details, headers: err.headers }, message: err.message } : safeError(err);
+
+async function evaluate(id: number, environment: string, text: string): Promise<void> {
+  try {
+    const { response, event } = await evaluateBody(evaluator, environment, text);
+    reply({ type: 'evaluated', id, response, event: prepareEvent(event) });
+  } catch (err) {
+    reply({ type: 'failed', id, error: failure(err) });
+  }
+}
+
+port.on('message', (m: ToThread) => {
+  switch (m.type) {
+    case 'evaluate':
+      return void evaluate(m.id, m.environment, m.text);
+    case 'assessed':
+      assessing.get(m.id)?.(m.assessment);
+      return void assessing.delete(m.id);
+    case 'catalog':
+      try {
+        catalog = compile(m.source);
+        return reply({ type: 'done', id: m.id });
+      } catch (err) {
+        return reply({ type: 'failed', id: m.id, error: safeError(err) });
+      }
+    case 'close':
+      return void state.close().finally(() => reply({ type: 'done', id: m.id }));
+  }
+});
+reply({ type: 'ready' });

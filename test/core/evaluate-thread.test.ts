@@ -1,0 +1,102 @@
+import test from 'ava';
+import type { EvaluateResponse } from '../../src/api/types.js';
+import { capturedLogs, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
+import { samples } from './evaluate-suite.js';
+
+// POST /api/evaluate runs in the evaluation thread (src/evaluate/thread.ts) or in the HTTP thread
+// (TPS_EVALUATE_THREAD). The two must be indistinguishable to a caller and in the Decision Logs.
+
+const REQUESTS = [samples.createCustomer(), samples.bankUpdate(), samples.bulkExport(), samples.readPii(['support']), samples.readPii([]), samples.payment(25)];
+
+// What differs between two evaluations of one request: ids and times.
+const stable = (r: EvaluateResponse) => ({ ...r, telemetryId: undefined, challenge: r.challenge && { type: r.challenge.type } });
+const stableEvent = (e: Record<string, unknown> & { explanation: Record<string, unknown> }) => ({
+  ...e,
+  seq: undefined,
+  telemetryId: undefined,
+  createdAt: undefined,
+  explanation: { ...e.explanation, challenge: (e.explanation.challenge as { type?: string } | undefined)?.type },
+});
+
+async function evaluateAll(tps: RunningTps) {
+  const out = [];
+  for (const body of REQUESTS) {
+    const res = await post(`${tps.url}/api/evaluate`, body, tps.secretKey);
+    const event = await tps.tps.events.get(tps.environment, res.body.telemetryId);
+    out.push({ status: res.status, response: res.body as EvaluateResponse, event });
+  }
+  return out;
+}
+
+for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
+  test(`[${store}] the evaluation thread and the HTTP thread give the same answers and store the same events`, async (t) => {
+    const threaded = await startTps({ store, env: { TPS_EVALUATE_THREAD: 'true' } });
+    const inline = await startTps({ store, env: { TPS_EVALUATE_THREAD: 'false' } });
+    try {
+      t.truthy(threaded.tps.evaluationThread);
+      t.falsy(threaded.tps.evaluator);
+      t.truthy(inline.tps.evaluator);
+      t.falsy(inline.tps.evaluationThread);
+      const [a, b] = [await evaluateAll(threaded), await evaluateAll(inline)];
+      t.deepEqual(
+        a.map((x) => x.response.decision),
+        ['allow', 'step_up_required', 'allow_redacted', 'allow_redacted', 'deny', 'throttle'],
+      );
+      for (let i = 0; i < REQUESTS.length; i++) {
+        t.is(a[i]!.status, 200);
+        t.is(b[i]!.status, 200);
+        t.deepEqual(stable(a[i]!.response), stable(b[i]!.response));
+        t.truthy(a[i]!.event, 'the threaded answer was committed before it was sent');
+        t.deepEqual(stableEvent(a[i]!.event as never), stableEvent(b[i]!.event as never));
+      }
+      // A client's mistakes come back from the thread as the same errors.
+      for (const tps of [threaded, inline]) {
+        t.is((await post(`${tps.url}/api/evaluate`, '{"operationKey": ', tps.secretKey)).body.error.code, 'invalid_json');
+        t.is((await post(`${tps.url}/api/evaluate`, '{"__proto__": {"x": 1}}', tps.secretKey)).body.error.code, 'invalid_json');
+        const invalid = await post(`${tps.url}/api/evaluate`, { operationKey: 'customer.create', actor: {} }, tps.secretKey);
+        t.is(invalid.status, 400);
+        t.deepEqual(
+          invalid.body.error.details.map((d: { path: string }) => d.path),
+          ['actor.id', 'resource'],
+        );
+        const unknown = await post(`${tps.url}/api/evaluate`, { ...samples.createCustomer(), operationKey: 'nope' }, tps.secretKey);
+        t.is(unknown.status, 422);
+        t.is(unknown.body.error.code, 'unknown_operation');
+      }
+    } finally {
+      await threaded.close();
+      await inline.close();
+    }
+  });
+}
+
+test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite and in the HTTP thread with PostgreSQL', async (t) => {
+  const sqlite = await startTps({ store: 'sqlite' });
+  const postgres = await startTps({ store: 'postgres' });
+  try {
+    t.truthy(sqlite.tps.evaluationThread);
+    t.falsy(postgres.tps.evaluationThread);
+    t.truthy(postgres.tps.evaluator);
+    for (const tps of [sqlite, postgres]) t.is((await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey)).status, 200);
+  } finally {
+    await sqlite.close();
+    await postgres.close();
+  }
+});
+
+test('an evaluation thread that stops is started again, and says so in the log', async (t) => {
+  const { logger, lines } = capturedLogs('error');
+  const tps = await startTps({ logger });
+  try {
+    const evaluate = () => post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+    t.is((await evaluate()).status, 200);
+    await tps.tps.evaluationThread!.kill();
+    const after = await evaluate();
+    t.is(after.status, 200, JSON.stringify(after.body));
+    t.truthy(await tps.tps.events.get(tps.environment, after.body.telemetryId));
+    const logged = lines.map((l) => JSON.parse(l) as { msg: string; err?: { message: string } });
+    t.true(logged.some((l) => l.msg.includes('evaluation thread') && l.err?.message.includes('stopped')), lines.join(''));
+  } finally {
+    await tps.close();
+  }
+});
