@@ -30,3 +30,6 @@ export class ApiError extends Error {
     this.status = STATUS[code];
   }
 }
+
+/** A body that does not parse as JSON: koa-bodyparser's routes and the evaluation thread's parse alike. */
+export const invalidJson = (): ApiError => new ApiError('invalid_json', 'the request body is not valid JSON');

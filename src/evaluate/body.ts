@@ -1,5 +1,5 @@
 import bourne from '@hapi/bourne';
-import { ApiError } from '../api/errors.js';
+import { ApiError, invalidJson } from '../api/errors.js';
 import type { EvaluateRequest } from '../api/types.js';
 import { validateEvaluateRequest } from '../validate/evaluateRequest.js';
 import type { Evaluation, Evaluator } from './evaluator.js';
@@ -14,7 +14,7 @@ export function parseJsonBody(text: string): unknown {
     if (!STRICT_JSON.test(text)) throw new SyntaxError('not an object or an array');
     return bourne.parse(text, { protoAction: 'error' });
   } catch {
-    throw new ApiError('invalid_json', 'the request body is not valid JSON');
+    throw invalidJson();
   }
 }
 

@@ -95,12 +95,11 @@ export class EvaluationThread {
         this.pending.delete(m.id);
         waiting?.resolve(m);
       });
-      worker.on('error', (err) => {
-        reject(err);
-        this.onFailure(err);
-      });
+      // An uncaught error ends the thread: it is reported once, with the exit that follows.
+      let thrown: Error | undefined;
+      worker.on('error', (err) => void (thrown = err));
       worker.on('exit', (code) => {
-        const gone = new Error(`the evaluation thread stopped (exit code ${code})`);
+        const gone = thrown ?? new Error(`the evaluation thread stopped (exit code ${code})`);
         reject(gone);
         this.worker = undefined;
         for (const p of this.pending.values()) p.reject(gone);

@@ -4,8 +4,7 @@ import type { AiAssessment } from '../api/types.js';
 import type { Advisor } from '../ai/advisor.js';
 import { advisoryPort } from '../ai/port.js';
 import { safeError } from '../http/logger.js';
-import { compileCatalog, type Catalog } from '../policy/catalog.js';
-import type { LoadedConfig } from '../policy/load.js';
+import { compiledCatalog } from '../policy/catalog.js';
 import { openState } from '../state/open.js';
 import { prepareEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
@@ -18,13 +17,7 @@ const port = parentPort!;
 const options = workerData as ThreadOptions;
 const reply = (m: FromThread) => port.postMessage(m);
 
-function compile(source: LoadedConfig): Catalog {
-  const { catalog, problems } = compileCatalog(source);
-  if (!catalog) throw new Error(`the configuration does not compile in the evaluation thread: ${problems.map((p) => p.message).join('; ')}`);
-  return catalog;
-}
-
-let catalog = compile(options.source);
+let catalog = compiledCatalog(options.source);
 const state = openState(options.redisUrl, options.redisPrefix);
 const assessing = new Map<number, (a: AiAssessment) => void>();
 let nextAssessment = 0;
@@ -69,7 +62,7 @@ port.on('message', (m: ToThread) => {
       return void assessing.delete(m.id);
     case 'catalog':
       try {
-        catalog = compile(m.source);
+        catalog = compiledCatalog(m.source);
         return reply({ type: 'done', id: m.id });
       } catch (err) {
         return reply({ type: 'failed', id: m.id, error: safeError(err) });

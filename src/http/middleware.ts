@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type Koa from 'koa';
-import { ApiError } from '../api/errors.js';
+import { ApiError, invalidJson } from '../api/errors.js';
 import type { ErrorBody } from '../api/types.js';
 import type { Principal, KeyRing } from '../auth/keyring.js';
 import { kindOf } from '../auth/keys.js';
@@ -36,23 +36,27 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
     await next();
     if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
-    const e = err as { status?: number; type?: string; expose?: boolean };
-    if (err instanceof ApiError) {
-      const e = err;
+    const e = err instanceof ApiError ? err : bodyError(err);
+    if (e) {
       if (e.code === 'store_unavailable') log.error({ requestId: ctx.state.requestId, err: safeError(e.cause) }, 'event store could not commit');
       send(ctx, e.status, { error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, e.headers);
-    } else if (e?.type === 'entity.too.large' || e?.status === 413) {
-      send(ctx, 413, { error: { code: 'payload_too_large', message: 'the request body is larger than the limit' } });
-    } else if (e?.type === 'entity.parse.failed' || (e?.status === 400 && err instanceof SyntaxError)) {
-      send(ctx, 400, { error: { code: 'invalid_json', message: 'the request body is not valid JSON' } });
-    } else if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-      send(ctx, 415, { error: { code: 'unsupported_media_type', message: 'the request body must be JSON (content-type: application/json)' } });
     } else {
       log.error({ requestId: ctx.state.requestId, err: safeError(err) }, 'internal error');
       send(ctx, 500, { error: { code: 'internal_error', message: `internal error; quote request id ${ctx.state.requestId}` } });
     }
   }
 };
+
+/** What reading a body (raw-body, co-body, koa-bodyparser) threw, as the client's error. */
+function bodyError(err: unknown): ApiError | undefined {
+  const e = err as { status?: number; type?: string } | undefined;
+  if (e?.type === 'entity.too.large' || e?.status === 413) return new ApiError('payload_too_large', 'the request body is larger than the limit');
+  if (e?.type === 'entity.parse.failed' || (e?.status === 400 && err instanceof SyntaxError)) return invalidJson();
+  if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new ApiError('unsupported_media_type', 'the request body must be JSON (content-type: application/json)');
+  }
+  return undefined;
+}
 
 /** Refuses bodies that do not say they are JSON before anything reads them. */
 export const requireJson = (): Middleware => async (ctx, next) => {

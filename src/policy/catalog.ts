@@ -106,7 +106,12 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
 
 /** Loads and compiles a configuration folder, or throws ConfigError listing every problem. */
 export function loadCatalog(dir: string): Catalog {
-  const { catalog, problems } = compileCatalog(loadConfigDir(dir));
+  return compiledCatalog(loadConfigDir(dir));
+}
+
+/** compileCatalog, or ConfigError listing every problem. */
+export function compiledCatalog(loaded: LoadedConfig): Catalog {
+  const { catalog, problems } = compileCatalog(loaded);
   if (!catalog) throw new ConfigError(problems);
   return catalog;
 }

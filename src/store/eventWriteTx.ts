@@ -113,7 +113,6 @@ const POSTGRES_SQL = writeSql(POSTGRES);
 
 /** Rows as one JSON parameter (an EventInsert's compressed explanation is hex already). */
 const json = (rows: readonly (readonly unknown[])[]) => JSON.stringify(rows);
-const eventsJson = json;
 
 /** The statements of a transaction, but for the events insert (a store's own). */
 function writeTx(db: Statements, sql: typeof SQLITE_SQL, insertEvents: EventWriteTx['insertEvents']): EventWriteTx {
@@ -204,7 +203,7 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
         const result = await work(
           writeTx(db, SQLITE_SQL, async (rows, ignoreConflicts) => {
             const [{ base }] = (await db.all<{ base: number }>(SQLITE_BASE, [])) as [{ base: number }];
-            await db.run(SQLITE_INSERT_BATCH, [eventsJson(rows), base, ignoreConflicts ? 0 : 1]);
+            await db.run(SQLITE_INSERT_BATCH, [json(rows), base, ignoreConflicts ? 0 : 1]);
             return db.all<Inserted>(SQLITE_ADDED, [base]);
           }),
         );
@@ -220,7 +219,7 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
     async insertAlone(rows) {
       const conn = await sqliteWriter(knex);
       try {
-        await run(conn, SQLITE_INSERT_ALONE, [eventsJson(rows)]);
+        await run(conn, SQLITE_INSERT_ALONE, [json(rows)]);
       } catch (err) {
         await failed(knex, conn);
         throw err;
@@ -269,14 +268,14 @@ export function postgresEventWriter(knex: Knex): EventWriter {
           all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
         };
         return work(
-          writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_BOUND.ignoring : POSTGRES_BOUND.strict, [eventsJson(rows)])),
+          writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_BOUND.ignoring : POSTGRES_BOUND.strict, [json(rows)])),
         );
       }),
     async insertAlone(rows) {
       // The raw connection, not knex.raw: knex would take any ? inside the literal for a placeholder.
       const conn = (await knex.client.acquireConnection()) as pg.Client;
       try {
-        await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
+        await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(json(rows)))}`);
       } finally {
         knex.client.releaseConnection(conn);
       }

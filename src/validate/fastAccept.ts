@@ -55,8 +55,7 @@ function compile(schema: AnySchema): Accept {
     throw new Error('compileFastAccept: only plain yup schemas (no when(), lazy() or refs) are supported');
   }
   // The same tests yup runs, in the same two groups: internal ones first, then the schema's own.
-  const internal = Object.values(schema.internalTests).filter((t): t is Test => t !== undefined).map((t) => t.OPTIONS);
-  const tests = [...internal, ...schema.tests.map((t) => t.OPTIONS)];
+  const tests = [...Object.values(schema.internalTests).filter((t): t is Test => t !== undefined), ...schema.tests].map((t) => t.OPTIONS);
   const recursive = schema.spec.recursive !== false;
   let children: ((value: object, path: string) => boolean) | undefined;
 
@@ -93,11 +92,11 @@ function compile(schema: AnySchema): Accept {
   // One context per schema node, refilled on each visit: validation is synchronous and a node is
   // never visited inside its own visit, so no test can see another's values.
   const ctx = { path: '', parent: undefined as unknown, schema, options: OPTIONS, originalValue: undefined as unknown, from: undefined, type: undefined as string | undefined, createError: bail, resolve: resolveItem };
-  const run = (value: unknown, parent: unknown, path: string, which: typeof tests): boolean => {
+  const run = (value: unknown, parent: unknown, path: string): boolean => {
     ctx.path = path;
     ctx.parent = parent;
     ctx.originalValue = value;
-    for (const t of which) {
+    for (const t of tests) {
       if (t.skipAbsent && (value === null || value === undefined)) continue;
       ctx.type = t.name;
       if (t.test.call(ctx, value, ctx) !== true) return false;
@@ -105,7 +104,7 @@ function compile(schema: AnySchema): Accept {
     return true;
   };
   const accept: Accept = (value, parent, path) => {
-    if (!run(value, parent, path, tests)) return false;
+    if (!run(value, parent, path)) return false;
     if (!children || value === null || typeof value !== 'object') return true;
     // yup checks children only when the value passed its type check: so does this.
     return schema._typeCheck(value) ? children(value, path) : false;
@@ -114,7 +113,7 @@ function compile(schema: AnySchema): Accept {
   // when no test of the schema's own runs on undefined, an absent value's verdict is fixed.
   if (!schema.tests.some((t) => !t.OPTIONS.skipAbsent)) {
     try {
-      accept.absent = run(undefined, undefined, '', internal);
+      accept.absent = run(undefined, undefined, '');
     } catch {
       accept.absent = false;
     }

@@ -95,6 +95,8 @@ test('an evaluation thread that stops is started again, and says so in the log',
     t.is(after.status, 200, JSON.stringify(after.body));
     t.truthy(await tps.tps.events.get(tps.environment, after.body.telemetryId));
     const logged = lines.map((l) => JSON.parse(l) as { msg: string; err?: { message: string } });
+    // Once per thread that ended, however it ended.
+    t.is(logged.filter((l) => l.msg.includes('evaluation thread')).length, 1, lines.join(''));
     t.true(logged.some((l) => l.msg.includes('evaluation thread') && l.err?.message.includes('stopped')), lines.join(''));
   } finally {
     await tps.close();
