@@ -22,6 +22,8 @@ declare module 'autocannon' {
     requests?: Request[];
     /** Replace [<id>] in each request with a fresh id (the request is rebuilt every time). */
     idReplacement?: boolean;
+    /** How often (ms) it samples its counters; a `duration` run stops at the first sample after it. */
+    sampleInt?: number;
   }
 
   export interface Histogram {

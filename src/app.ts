@@ -83,7 +83,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
   });
   const closers: (() => Promise<void>)[] = [];
   try {
-    const keyStore = new KnexKeyStore(db.knex);
+    const keyStore = new KnexKeyStore(db.knex, db.reader);
     const firstKeys = await bootstrapKeys(keyStore, settings);
     const policyVersions = new PolicyVersionStore(db.knex);
     await policyVersions.remember(catalog.policies.values());

@@ -28,11 +28,13 @@ export type ToThread =
   | { type: 'assessed'; id: number; assessment: AiAssessment }
   | { type: 'close'; id: number };
 
+/** The thread's answer to one request (ToThread with an id). */
+export type Reply = { type: 'evaluated'; id: number; response: EvaluateResponse; event: PreparedEvent } | { type: 'failed'; id: number; error: ThreadError } | { type: 'done'; id: number };
+
 export type FromThread =
   | { type: 'ready' }
-  | { type: 'evaluated'; id: number; response: EvaluateResponse; event: PreparedEvent }
-  | { type: 'failed'; id: number; error: ThreadError }
-  | { type: 'done'; id: number }
+  | Reply
+  | { type: 'replies'; replies: Reply[] }
   | { type: 'assess'; id: number; view: AdvisoryView; settings: AiSettings };
 
 /** A bug in the thread, logged by the main thread with its request id; the client sees internal_error. */
@@ -68,7 +70,7 @@ function spawn(options: ThreadOptions): Worker {
 export class EvaluationThread {
   /** Undefined between a thread's end and its successor's start. */
   private worker: Worker | undefined;
-  private readonly pending = new Map<number, { resolve: (m: FromThread) => void; reject: (err: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (m: Reply) => void; reject: (err: Error) => void }>();
   private nextId = 0;
   private closing = false;
   /** Settles once the first thread has compiled its configuration, or failed to. */
@@ -91,9 +93,8 @@ export class EvaluationThread {
       worker.on('message', (m: FromThread) => {
         if (m.type === 'ready') return resolve();
         if (m.type === 'assess') return void this.assess(worker, m.id, m.view, m.settings);
-        const waiting = this.pending.get(m.id);
-        this.pending.delete(m.id);
-        waiting?.resolve(m);
+        if (m.type === 'replies') for (const r of m.replies) this.settle(r);
+        else this.settle(m);
       });
       // An uncaught error ends the thread: it is reported once, with the exit that follows.
       let thrown: Error | undefined;
@@ -119,7 +120,13 @@ export class EvaluationThread {
     await this.worker?.terminate();
   }
 
-  private send(message: ToThread): Promise<FromThread> {
+  private settle(reply: Reply): void {
+    const waiting = this.pending.get(reply.id);
+    this.pending.delete(reply.id);
+    waiting?.resolve(reply);
+  }
+
+  private send(message: ToThread): Promise<Reply> {
     const worker = this.worker;
     if (!worker) return Promise.reject(new Error('the evaluation thread is starting again'));
     return new Promise((resolve, reject) => {
@@ -139,7 +146,7 @@ export class EvaluationThread {
   async evaluate(environment: string, text: string): Promise<{ response: EvaluateResponse; event: PreparedEvent }> {
     const m = await this.send({ type: 'evaluate', id: this.nextId++, environment, text });
     if (m.type === 'evaluated') return m;
-    const error = (m as Extract<FromThread, { type: 'failed' }>).error;
+    const error = (m as Extract<Reply, { type: 'failed' }>).error;
     throw error.api ? new ApiError(error.api.code, error.message, error.api.details, error.api.headers) : new ThreadFailure(error);
   }
 

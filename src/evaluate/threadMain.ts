@@ -9,13 +9,26 @@ import { openState } from '../state/open.js';
 import { prepareEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
 import { Evaluator } from './evaluator.js';
-import type { FromThread, ThreadError, ThreadOptions, ToThread } from './thread.js';
+import type { FromThread, Reply, ThreadError, ThreadOptions, ToThread } from './thread.js';
 
 // The evaluation thread (thread.ts): its own catalog, compiled from the source the main thread
 // loaded, its own state, and the advisor reached through the main thread.
 const port = parentPort!;
 const options = workerData as ThreadOptions;
 const reply = (m: FromThread) => port.postMessage(m);
+
+// Evaluations' replies leave together, once this turn's messages are all evaluated: under load the
+// main thread then hands the group commit a batch about twice as large (~21 events against ~11),
+// and a commit's fixed cost is paid half as often (see README, ninth round).
+let outbox: Reply[] = [];
+const flush = () => {
+  const replies = outbox;
+  outbox = [];
+  reply(replies.length === 1 ? replies[0]! : { type: 'replies', replies });
+};
+const replyLater = (m: Reply) => {
+  if (outbox.push(m) === 1) setImmediate(flush);
+};
 
 let catalog = compiledCatalog(options.source);
 const state = openState(options.redisUrl, options.redisPrefix);
@@ -47,9 +60,9 @@ const failure = (err: unknown): ThreadError =>
 async function evaluate(id: number, environment: string, text: string): Promise<void> {
   try {
     const { response, event } = await evaluateBody(evaluator, environment, text);
-    reply({ type: 'evaluated', id, response, event: prepareEvent(event) });
+    replyLater({ type: 'evaluated', id, response, event: prepareEvent(event) });
   } catch (err) {
-    reply({ type: 'failed', id, error: failure(err) });
+    replyLater({ type: 'failed', id, error: failure(err) });
   }
 }
 

@@ -48,7 +48,11 @@ const toRecord = (r: Row): KeyRecord => ({
 });
 
 export class KnexKeyStore implements KeyStore {
-  constructor(private readonly knex: Knex) {}
+  /** `reader` serves findByHash, so a key lookup never queues behind a commit on SQLite's writer (Database.reader). */
+  constructor(
+    private readonly knex: Knex,
+    private readonly reader: Knex = knex,
+  ) {}
 
   async ensureEnvironment(name: string): Promise<void> {
     await this.knex('environments').insert({ name, created_at: Date.now() }).onConflict('name').ignore();
@@ -75,7 +79,7 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async findByHash(hash: string): Promise<KeyRecord | undefined> {
-    const row = await this.knex<Row>('api_keys').where({ hash }).first();
+    const row = await this.reader<Row>('api_keys').where({ hash }).first();
     return row ? toRecord(row) : undefined;
   }
 

@@ -70,6 +70,24 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
   });
 }
 
+test('concurrent evaluations, whose replies leave the thread together, each get their own answer and event', async (t) => {
+  const tps = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });
+  try {
+    const expected = ['allow', 'step_up_required', 'allow_redacted', 'allow_redacted', 'deny'];
+    const bodies = Array.from({ length: 60 }, (_, i) => ({ ...REQUESTS[i % expected.length]!, actor: { ...REQUESTS[i % expected.length]!.actor, id: `concurrent-${i}` } }));
+    const answers = await Promise.all(bodies.map((body) => post(`${tps.url}/api/evaluate`, body, tps.secretKey)));
+    for (const [i, res] of answers.entries()) {
+      t.is(res.status, 200);
+      t.is(res.body.decision, expected[i % expected.length]);
+      t.is(res.body.operationKey, bodies[i]!.operationKey);
+      const event = await tps.tps.events.get(tps.environment, res.body.telemetryId);
+      t.is(event?.actorId, `concurrent-${i}`, 'the event stored under this answer is this request\'s');
+    }
+  } finally {
+    await tps.close();
+  }
+});
+
 test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite and in the HTTP thread with PostgreSQL', async (t) => {
   const sqlite = await startTps({ store: 'sqlite' });
   const postgres = await startTps({ store: 'postgres' });
