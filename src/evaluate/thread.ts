@@ -1,10 +1,11 @@
 import { Worker } from 'node:worker_threads';
-import type { AiAssessment, EvaluateResponse, ErrorCode, ErrorDetail } from '../api/types.js';
+import type { AiAssessment, ErrorCode, ErrorDetail } from '../api/types.js';
 import { ApiError } from '../api/errors.js';
 import type { Advisor } from '../ai/advisor.js';
 import type { AdvisoryView, AiSettings } from '../ai/types.js';
 import type { LoadedConfig } from '../policy/load.js';
 import type { PreparedEvent } from '../store/eventWrites.js';
+import type { Answer } from './runner.js';
 
 /** What the evaluation thread is started with (workerData). */
 export interface ThreadOptions {
@@ -29,7 +30,7 @@ export type ToThread =
   | { type: 'close'; id: number };
 
 /** The thread's answer to one request (ToThread with an id). */
-export type Reply = { type: 'evaluated'; id: number; response: EvaluateResponse; event: PreparedEvent } | { type: 'failed'; id: number; error: ThreadError } | { type: 'done'; id: number };
+export type Reply = { type: 'evaluated'; id: number; answer: Answer; event: PreparedEvent } | { type: 'failed'; id: number; error: ThreadError } | { type: 'done'; id: number };
 
 export type FromThread =
   | { type: 'ready' }
@@ -143,7 +144,7 @@ export class EvaluationThread {
   }
 
   /** The answer and the event to commit; a client's mistake rejects as its ApiError. */
-  async evaluate(environment: string, text: string): Promise<{ response: EvaluateResponse; event: PreparedEvent }> {
+  async evaluate(environment: string, text: string): Promise<{ answer: Answer; event: PreparedEvent }> {
     const m = await this.send({ type: 'evaluate', id: this.nextId++, environment, text });
     if (m.type === 'evaluated') return m;
     const error = (m as Extract<Reply, { type: 'failed' }>).error;

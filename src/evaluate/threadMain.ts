@@ -9,6 +9,7 @@ import { openState } from '../state/open.js';
 import { prepareEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
 import { Evaluator } from './evaluator.js';
+import { answerOf } from './runner.js';
 import type { FromThread, Reply, ThreadError, ThreadOptions, ToThread } from './thread.js';
 
 // The evaluation thread (thread.ts): its own catalog, compiled from the source the main thread
@@ -60,7 +61,7 @@ const failure = (err: unknown): ThreadError =>
 async function evaluate(id: number, environment: string, text: string): Promise<void> {
   try {
     const { response, event } = await evaluateBody(evaluator, environment, text);
-    replyLater({ type: 'evaluated', id, response, event: prepareEvent(event) });
+    replyLater({ type: 'evaluated', id, answer: answerOf(response), event: prepareEvent(event) });
   } catch (err) {
     replyLater({ type: 'failed', id, error: failure(err) });
   }

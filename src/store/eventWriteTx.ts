@@ -10,8 +10,8 @@ import { BUCKET_MS, marksUpsertSql } from './timeMarks.js';
 /** A row the insert stored: its seq and key. */
 export type Inserted = { seq: number; environment: string; telemetry_id: string };
 
-/** An event to insert: EVENT_COLUMNS values (explanation_z as hex), then its facet id, then its reason keys (reasonIndex.ts). */
-export type EventInsert = readonly unknown[];
+/** An event to insert, as the JSON text of an array: EVENT_COLUMNS values (explanation_z as hex), then its facet id, then its reason keys (reasonIndex.ts). */
+export type EventInsert = string;
 
 /**
  * The statements of a transaction of event writes (eventWrites.ts holds their logic). The same
@@ -111,8 +111,10 @@ function writeSql(d: Dialect) {
 const SQLITE_SQL = writeSql(SQLITE);
 const POSTGRES_SQL = writeSql(POSTGRES);
 
-/** Rows as one JSON parameter (an EventInsert's compressed explanation is hex already). */
+/** Rows of values as one JSON parameter. */
 const json = (rows: readonly (readonly unknown[])[]) => JSON.stringify(rows);
+/** Event rows, each JSON text already, as one JSON parameter. */
+const eventsJson = (rows: readonly EventInsert[]) => `[${rows.join(',')}]`;
 
 /** The statements of a transaction, but for the events insert (a store's own). */
 function writeTx(db: Statements, sql: typeof SQLITE_SQL, insertEvents: EventWriteTx['insertEvents']): EventWriteTx {
@@ -203,7 +205,7 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
         const result = await work(
           writeTx(db, SQLITE_SQL, async (rows, ignoreConflicts) => {
             const [{ base }] = (await db.all<{ base: number }>(SQLITE_BASE, [])) as [{ base: number }];
-            await db.run(SQLITE_INSERT_BATCH, [json(rows), base, ignoreConflicts ? 0 : 1]);
+            await db.run(SQLITE_INSERT_BATCH, [eventsJson(rows), base, ignoreConflicts ? 0 : 1]);
             return db.all<Inserted>(SQLITE_ADDED, [base]);
           }),
         );
@@ -219,7 +221,7 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
     async insertAlone(rows) {
       const conn = await sqliteWriter(knex);
       try {
-        await run(conn, SQLITE_INSERT_ALONE, [json(rows)]);
+        await run(conn, SQLITE_INSERT_ALONE, [eventsJson(rows)]);
       } catch (err) {
         await failed(knex, conn);
         throw err;
@@ -268,14 +270,14 @@ export function postgresEventWriter(knex: Knex): EventWriter {
           all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
         };
         return work(
-          writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_BOUND.ignoring : POSTGRES_BOUND.strict, [json(rows)])),
+          writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_BOUND.ignoring : POSTGRES_BOUND.strict, [eventsJson(rows)])),
         );
       }),
     async insertAlone(rows) {
       // The raw connection, not knex.raw: knex would take any ? inside the literal for a placeholder.
       const conn = (await knex.client.acquireConnection()) as pg.Client;
       try {
-        await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(json(rows)))}`);
+        await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
       } finally {
         knex.client.releaseConnection(conn);
       }

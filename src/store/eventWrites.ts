@@ -13,12 +13,13 @@ export interface PrunedRow {
 }
 
 /**
- * An event made ready for the store before the writer's turn: its column values (EVENT_COLUMNS,
- * the compressed explanation as hex, as the batch's JSON carries it), its facet and its reason
- * keys. Plain data, so the evaluation thread can build it and hand it over (src/evaluate/thread.ts).
+ * An event made ready for the store before the writer's turn: its column values as the JSON text
+ * of an array (EVENT_COLUMNS order, the compressed explanation as hex), which the batch's JSON
+ * carries as it is, its facet and its reason keys. Plain data with the row already text, so the
+ * evaluation thread builds it and hands it over as one string (src/evaluate/thread.ts).
  */
 export interface PreparedEvent {
-  values: unknown[];
+  valuesJson: string;
   facet: Facet;
   reasonKeys: number[];
 }
@@ -28,7 +29,7 @@ const EXPLANATION_Z = EVENT_COLUMNS.indexOf('explanation_z');
 export function prepareEvent(e: EventRecord): PreparedEvent {
   const values = rowValues(e);
   values[EXPLANATION_Z] = (values[EXPLANATION_Z] as Buffer | null)?.toString('hex') ?? null;
-  return { values, facet: facetOf(e), reasonKeys: reasonKeys(e.environment, e.reasons) };
+  return { valuesJson: JSON.stringify(values), facet: facetOf(e), reasonKeys: reasonKeys(e.environment, e.reasons) };
 }
 
 /**
@@ -104,6 +105,6 @@ export class EventWrites {
       let next = 0;
       for (let i = 0; i < ids.length; i++) ids[i] ??= found[next++];
     }
-    return events.map((e, i) => [...e.values, ids[i], e.reasonKeys]);
+    return events.map((e, i) => `${e.valuesJson.slice(0, -1)},${ids[i]},${JSON.stringify(e.reasonKeys)}]`);
   }
 }

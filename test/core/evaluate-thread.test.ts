@@ -23,7 +23,7 @@ async function evaluateAll(tps: RunningTps) {
   for (const body of REQUESTS) {
     const res = await post(`${tps.url}/api/evaluate`, body, tps.secretKey);
     const event = await tps.tps.events.get(tps.environment, res.body.telemetryId);
-    out.push({ status: res.status, response: res.body as EvaluateResponse, event });
+    out.push({ status: res.status, type: res.headers.get('content-type'), response: res.body as EvaluateResponse, event });
   }
   return out;
 }
@@ -45,6 +45,8 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       for (let i = 0; i < REQUESTS.length; i++) {
         t.is(a[i]!.status, 200);
         t.is(b[i]!.status, 200);
+        t.is(a[i]!.type, 'application/json; charset=utf-8');
+        t.is(b[i]!.type, 'application/json; charset=utf-8');
         t.deepEqual(stable(a[i]!.response), stable(b[i]!.response));
         t.truthy(a[i]!.event, 'the threaded answer was committed before it was sent');
         t.deepEqual(stableEvent(a[i]!.event as never), stableEvent(b[i]!.event as never));

@@ -13,9 +13,10 @@ export function evaluateRoutes(guard: Middleware[], runner: EvaluationRunner, me
   const router = new Router<TpsState>();
   router.post('/api/evaluate', ...guard, async (ctx) => {
     const text = await coBody.text(ctx, { limit: maxBodyBytes, encoding: 'utf8' });
-    const response = await runner.evaluate(ctx.state.principal.environment, text);
-    metrics.decisions.inc({ operation: response.operationKey, decision: response.decision });
-    ctx.body = response;
+    const answer = await runner.evaluate(ctx.state.principal.environment, text);
+    metrics.decisions.inc({ operation: answer.operationKey, decision: answer.decision });
+    ctx.type = 'application/json';
+    ctx.body = answer.json;
   });
   return router;
 }
