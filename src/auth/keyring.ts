@@ -13,10 +13,10 @@ export interface Principal {
  * not query the store per request; revocations made in this process apply at once, those made by
  * another process (the CLI, another worker) within `ttlMs`.
  *
- * One lookup per key at a time: when a record expired, every request in flight used to query the
- * store at once (~20 lookups a second at full load, each queued behind a commit). Concurrent misses
- * now share one lookup, and a record past half its `ttlMs` is looked up again in the background
- * while it still serves, so under steady traffic no request waits for the store.
+ * One lookup per key at a time: otherwise, when a record expires, every request in flight queries
+ * the store at once (~20 lookups a second at full load). Concurrent misses share one lookup, and a
+ * record past half its `ttlMs` is looked up again in the background while it still serves, so under
+ * steady traffic no request waits for the store.
  */
 export class KeyRing {
   private readonly cache = new Map<string, { record: KeyRecord | undefined; loadedAt: number }>();
