@@ -116,7 +116,8 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       settings.commitMaxBatch,
       settings.commitMaxDelayMs,
     );
-    const advisor = createAdvisor({ ...settings.ai, metrics: registerAiMetrics(metrics.registry), logger });
+    // Built only where it is used: an injected advisory port replaces it (and its metrics) entirely.
+    const newAdvisor = () => createAdvisor({ ...settings.ai, metrics: registerAiMetrics(metrics.registry), logger });
     const challengeTtlMs = settings.challengeTtlSeconds * 1000;
     let evaluator: Evaluator | undefined;
     let evaluationThread: EvaluationThread | undefined;
@@ -126,7 +127,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     const threaded = settings.evaluateThread === 'auto' ? db.dialect === 'sqlite' : settings.evaluateThread === 'true';
     if (threaded && !options.advisor) {
       const source = config.current().source;
-      const thread = new EvaluationThread({ source, redisUrl: settings.redisUrl, redisPrefix: options.redisPrefix, challengeTtlMs }, advisor, (err) =>
+      const thread = new EvaluationThread({ source, redisUrl: settings.redisUrl, redisPrefix: options.redisPrefix, challengeTtlMs }, newAdvisor(), (err) =>
         logger.error({ err: safeError(err) }, 'the evaluation thread failed; starting it again'),
       );
       // Before the swap: the thread has the new version by the time an answer can name it.
@@ -141,7 +142,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         counters: state.counters,
         challenges: state.challenges,
         record: (event) => committer.append(prepareEvent(event)),
-        advisor: options.advisor ?? advisoryPort(advisor),
+        advisor: options.advisor ?? advisoryPort(newAdvisor()),
         challengeTtlMs,
       });
       evaluations = localRunner(evaluator);

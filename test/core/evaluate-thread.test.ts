@@ -72,7 +72,8 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
   });
 }
 
-test('concurrent evaluations, whose replies leave the thread together, each get their own answer and event', async (t) => {
+// Under concurrency the thread sends replies in groups ('replies'); each must still reach its own request.
+test('concurrent evaluations in the thread each get their own answer and event', async (t) => {
   const tps = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });
   try {
     const expected = ['allow', 'step_up_required', 'allow_redacted', 'allow_redacted', 'deny'];
