@@ -32,7 +32,7 @@ export function createMetrics() {
   });
   const checkpointSeconds = new client.Histogram({
     name: 'tps_sqlite_checkpoint_seconds',
-    help: "Duration of a SQLite WAL checkpoint on the writer's connection (SQLite stores only)",
+    help: "Duration of a SQLite WAL checkpoint that held the writer's connection: the catch-up, queued between two commits (SQLite stores only)",
     buckets: storeBuckets,
     registers: [registry],
   });

@@ -1,8 +1,10 @@
 import test from 'ava';
 import fs from 'node:fs';
+import knexFactory from 'knex';
 import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
 import { parseSse } from '../../src/events/sseParser.js';
-import { openDatabase, sqliteTooOld } from '../../src/store/db.js';
+import { CATCH_UP_EVERY, CHECKPOINT_MS } from '../../src/store/checkpointer.js';
+import { openDatabase, PAGE_SIZE, sqliteTooOld } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { toRow } from '../../src/store/eventRows.js';
 import { migrationSource } from '../../src/store/migrations.js';
@@ -167,16 +169,17 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
   });
 }
 
-test('[sqlite] under commits that never pause, checkpoints keep the WAL from growing', async (t) => {
+test('[sqlite] under commits that never pause, checkpoints keep the WAL from growing, holding the writer only to catch up', async (t) => {
   const fresh = freshDatabase('sqlite');
-  const db = await openDatabase(fresh.url);
+  const catchUps: number[] = [];
+  const db = await openDatabase(fresh.url, { onCheckpoint: (seconds) => catchUps.push(seconds) });
   const wal = `${fresh.url.slice('sqlite:'.length)}-wal`;
   try {
     const events = new KnexEventStore(db);
-    // One event per commit, back to back, for at least 1.5 s (15 checkpoint ticks, however fast the
-    // machine). Each time the WAL starts over, SQLite bumps the checkpoint sequence number in its
-    // header (bytes 12-15, big-endian); without checkpoints it never does and the file holds every
-    // commit (~60 MiB for 1,500 of them).
+    // One event per commit, back to back, for at least 2.5 s (25 checkpoints and 5 catch-ups,
+    // however fast the machine). Each time the WAL starts over, SQLite bumps the checkpoint
+    // sequence number in its header (bytes 12-15, big-endian); without the writer's catch-up it
+    // never does, however often another connection checkpoints, and the file holds every commit.
     const restarts = () => {
       const header = Buffer.alloc(16);
       const fd = fs.openSync(wal, 'r');
@@ -185,18 +188,71 @@ test('[sqlite] under commits that never pause, checkpoints keep the WAL from gro
       return header.readUInt32BE(12);
     };
     const stored = generateEvents('wal', 20_000, Date.now() - 3_600_000);
-    const until = Date.now() + 1500;
+    const started = performance.now();
+    const until = Date.now() + 2500;
     let [largest, n] = [0, 0];
     while (n < 1500 || (Date.now() < until && n < stored.length)) {
       await events.insertBatch([stored[n++]!]);
       largest = Math.max(largest, fs.statSync(wal).size);
     }
-    t.true(restarts() >= 5, `the WAL started over ${restarts()} times in ${n} commits`);
+    const elapsed = performance.now() - started;
+    t.true(restarts() >= 3, `the WAL started over ${restarts()} times in ${n} commits`);
     t.true(largest < 32 * 2 ** 20, `the WAL reached ${(largest / 2 ** 20).toFixed(1)} MiB`);
     t.is(Number((await db.knex('events').count({ n: '*' }))[0]!.n), n);
+    // The writer was held by a catch-up every CATCH_UP_EVERY checkpoints, not by every checkpoint.
+    const period = CHECKPOINT_MS * CATCH_UP_EVERY;
+    t.true(catchUps.length >= 3 && catchUps.length <= elapsed / period + 1, `${catchUps.length} catch-ups in ${Math.round(elapsed)} ms`);
   } finally {
     await db.close();
     await fresh.drop();
+  }
+});
+
+test('[sqlite] a new store is made of 1 KiB pages; a store made with 4 KiB pages keeps them and takes events', async (t) => {
+  t.is(PAGE_SIZE, 1024);
+  const pageSize = async (db: Awaited<ReturnType<typeof openDatabase>>) => {
+    const [writer] = (await db.knex.raw('PRAGMA page_size')) as [{ page_size: number }];
+    const [reader] = (await db.reader.raw('PRAGMA page_size')) as [{ page_size: number }];
+    return [writer.page_size, reader.page_size];
+  };
+  const stored = generateEvents('pages', 40, Date.now() - 60_000);
+  const fresh = freshDatabase('sqlite');
+  const old = freshDatabase('sqlite');
+  try {
+    const db = await openDatabase(fresh.url);
+    try {
+      t.deepEqual(await pageSize(db), [PAGE_SIZE, PAGE_SIZE]);
+      await new KnexEventStore(db).insertBatch(stored.slice(0, 20));
+    } finally {
+      await db.close();
+    }
+    // Reopened, it is the same file: the setting changes nothing once the file exists.
+    const again = await openDatabase(fresh.url);
+    try {
+      t.deepEqual(await pageSize(again), [PAGE_SIZE, PAGE_SIZE]);
+      t.is(Number((await again.knex('events').count({ n: '*' }))[0]!.n), 20);
+    } finally {
+      await again.close();
+    }
+
+    // A file SQLite created before this setting, with its default 4 KiB pages.
+    const file = old.url.slice('sqlite:'.length);
+    const made = knexFactory({ client: 'sqlite3', connection: { filename: file }, useNullAsDefault: true });
+    await made.raw('PRAGMA page_size=4096');
+    await made.raw('CREATE TABLE made_before (a integer)');
+    await made.destroy();
+    const before = await openDatabase(old.url);
+    try {
+      t.deepEqual(await pageSize(before), [4096, 4096]);
+      const events = new KnexEventStore(before);
+      await events.insertBatch(stored.slice(20));
+      t.is(Number((await before.knex('events').count({ n: '*' }))[0]!.n), 20);
+    } finally {
+      await before.close();
+    }
+  } finally {
+    await fresh.drop();
+    await old.drop();
   }
 });
 
