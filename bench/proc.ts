@@ -96,6 +96,19 @@ export function cpuSeconds(pid: number | 'self'): number {
   return total;
 }
 
+/** Bytes the process plus its descendants have caused to be written to storage (/proc/PID/io write_bytes). */
+export function writtenBytes(pid: number): number {
+  let total = 0;
+  for (const p of tree(pid)) {
+    try {
+      total += Number(/^write_bytes:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${p}/io`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return total;
+}
+
 /** CPU seconds the whole machine has spent busy (all cores, from /proc/stat). */
 export function machineBusySeconds(): number {
   const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);

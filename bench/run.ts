@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
-import { cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, type Child } from './proc.js';
+import { diskFloor } from './diskFloor.js';
+import { cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 
@@ -42,7 +43,7 @@ const cfg = {
   databaseUrl: process.env.BENCH_DATABASE_URL || undefined,
   // Several workers share challenges and velocity counts through Redis (src/cluster.ts).
   redisUrl: process.env.BENCH_REDIS_URL || (workers > 1 ? 'redis://127.0.0.1:6379' : undefined),
-  phases: new Set((process.env.BENCH_PHASES || 'baseline,evaluate,ingest,half,floor').split(',').map((s) => s.trim())),
+  phases: new Set((process.env.BENCH_PHASES || 'baseline,evaluate,ingest,half,floor,disk').split(',').map((s) => s.trim())),
   /**
    * A nice value for the servers and this driver (e.g. -10; below 0 needs root), so that on a
    * shared machine other work yields the cores to the benchmark. Unset: priorities are left alone.
@@ -67,6 +68,8 @@ interface Row {
   cpuUs: number;
   /** Cores kept busy by processes other than the server and this driver during the phase. */
   otherCores: number;
+  /** KB the server wrote to storage per 2xx answer (the SQLite file and its WAL); NaN where not its own process's writes. */
+  writtenKb: number;
   /** The server's own figures for the phase (from /metrics); none with several workers. */
   figures?: PhaseFigures;
 }
@@ -84,7 +87,9 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   const s0 = cpuSeconds(serverPid);
   const c0 = cpuSeconds('self');
   const m0 = machineBusySeconds();
+  const w0 = writtenBytes(serverPid);
   const result = await run();
+  const written = writtenBytes(serverPid) - w0;
   const server = cpuSeconds(serverPid) - s0;
   const other = machineBusySeconds() - m0 - server - (cpuSeconds('self') - c0);
   const k1 = await scrape(url);
@@ -92,13 +97,15 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
     result,
     cpuUs: result.ok ? Math.round((server / result.ok) * 1e6) : NaN,
     otherCores: round(Math.max(0, other) / result.seconds, 2),
+    // PostgreSQL's writes are its own processes', not the server's.
+    writtenKb: result.ok && !cfg.databaseUrl ? round(written / 1024 / result.ok, 1) : NaN,
     // With several workers each scrape reaches one of them: no whole figure to give.
     figures: cfg.workers > 1 ? undefined : phaseFigures(k0, k1, result.seconds),
   };
 }
 
-function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; figures?: PhaseFigures }, record = true): Row {
-  const { cpuUs, otherCores, figures } = meter;
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; writtenKb: number; figures?: PhaseFigures }, record = true): Row {
+  const { cpuUs, otherCores, writtenKb, figures } = meter;
   const sorted = m.latencies.sort();
   const pct = (p: number) => (sorted.length ? round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : NaN);
   const row: Row = {
@@ -114,10 +121,11 @@ function summarize(phase: string, rate: string, m: { ok: number; failed: number;
     max: sorted.length ? round(sorted[sorted.length - 1]!) : NaN,
     cpuUs,
     otherCores,
+    writtenKb,
     figures,
   };
   if (record) rows.push(row);
-  log(`  ${phase}: ${row.rps} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${cpuUs} µs server CPU per answer${row.failed ? `, ${row.failed} failed` : ''}${otherCores > 0.1 ? `, other processes busy ${otherCores} cores` : ''}`);
+  log(`  ${phase}: ${row.rps} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${Number.isNaN(cpuUs) ? '' : `, ${cpuUs} µs server CPU per answer`}${row.failed ? `, ${row.failed} failed` : ''}${otherCores > 0.1 ? `, other processes busy ${otherCores} cores` : ''}`);
   return row;
 }
 
@@ -223,6 +231,20 @@ async function runFloor(rate: number): Promise<Row> {
   return withBaseline((pid, port) => drivePaced('bare Koa, paced at the same rate', pid, port, BASELINE_KEY, rate));
 }
 
+/**
+ * (f) The disk alone under (d): (d)'s commits, at its rate and mean size, as plain writes each
+ * followed by fdatasync (bench/diskFloor.ts). With TPS_SQLITE_SYNC=full every answer waits for its
+ * commit's sync, so stalls this row shows can reach (d)'s tail. SQLite only: there the server's
+ * own writes are the commits'.
+ */
+async function runDiskFloor(half: Row | undefined): Promise<Row | undefined> {
+  const perCommit = half?.figures?.perCommit;
+  if (!half || !perCommit || !Number.isFinite(perCommit) || !Number.isFinite(half.writtenKb)) return undefined;
+  const commitsPerSecond = half.rps / perCommit;
+  const result = await diskFloor(commitsPerSecond, half.writtenKb * 1024 * perCommit, cfg.seconds);
+  return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });
+}
+
 async function main(): Promise<void> {
   if (!fs.existsSync(SERVER)) throw new Error(`${SERVER} is missing: run "npm run build" first (npm run bench does)`);
   if (cfg.nice !== undefined) os.setPriority(cfg.nice);
@@ -311,6 +333,7 @@ async function main(): Promise<void> {
   }
 
   const floor = cfg.phases.has('floor') && halfRate ? await runFloor(halfRate) : undefined;
+  const disk = cfg.phases.has('disk') ? await runDiskFloor(half) : undefined;
 
   printTable(rss, stored, rssSamples);
   const summary = {
@@ -323,6 +346,7 @@ async function main(): Promise<void> {
     evaluateHalfLoadP50Ms: half?.p50 ?? null,
     evaluateHalfLoadP99Ms: half?.p99 ?? null,
     baselineHalfLoadP99Ms: floor?.p99 ?? null,
+    diskFloorP99Ms: disk?.p99 ?? null,
     rssMb: rss,
     eventsStored: stored.total,
     workers: cfg.workers,
@@ -348,13 +372,13 @@ async function waitListening(url: string, child: Child): Promise<void> {
 }
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
-  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
+  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
   // '-' where a figure is missing: several workers, or a server (the baseline) without it.
   const show = (digits: number, ...xs: (number | undefined)[]) => (xs.some((x) => x === undefined || Number.isNaN(x)) ? '-' : xs.map((x) => round(x!, digits)).join('/'));
   const body = rows.map((r) => {
     const f = r.figures;
     const checkpoints = f?.checkpointsPerS ? `${show(1, f.checkpointsPerS)} × ${show(2, f.checkpointMeanMs)}` : '-';
-    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, r.cpuUs, show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
+    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;

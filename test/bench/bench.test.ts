@@ -36,12 +36,12 @@ function row(stdout: string, phase: string): string[] | undefined {
     ?.slice(1, -1);
 }
 
-test('the benchmark prints every phase, the floor under the 50% row, and the JSON of issue 7 last', async (t) => {
+test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {
   const { code, stdout, stderr } = await runBench();
   t.is(code, 0, stderr);
 
   const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1)!) as Record<string, number>;
-  for (const key of ['baselineRps', 'evaluateRps', 'ingestRps', 'evaluateRatio', 'evaluateP50Ms', 'evaluateP99Ms', 'evaluateHalfLoadP50Ms', 'evaluateHalfLoadP99Ms', 'baselineHalfLoadP99Ms', 'rssMb', 'eventsStored']) {
+  for (const key of ['baselineRps', 'evaluateRps', 'ingestRps', 'evaluateRatio', 'evaluateP50Ms', 'evaluateP99Ms', 'evaluateHalfLoadP50Ms', 'evaluateHalfLoadP99Ms', 'baselineHalfLoadP99Ms', 'diskFloorP99Ms', 'rssMb', 'eventsStored']) {
     const value = summary[key];
     t.true(typeof value === 'number' && Number.isFinite(value) && value > 0, `${key}: ${String(value)}`);
   }
@@ -56,6 +56,16 @@ test('the benchmark prints every phase, the floor under the 50% row, and the JSO
   t.is(floor![1], half![1]);
   t.is(Number(floor![8]), summary.baselineHalfLoadP99Ms);
   t.is(Number(half![8]), summary.evaluateHalfLoadP99Ms);
+
+  // The disk's floor: (d)'s commits replayed as writes + fdatasync, at (d)'s commit rate and size.
+  const disk = row(stdout, "disk alone: (d)'s commits, write + fdatasync");
+  t.truthy(disk);
+  t.is(Number(disk![8]), summary.diskFloorP99Ms);
+  const [halfRps, halfKb, perCommit] = [Number(half![5]), Number(half![11]), Number(half![12])];
+  t.true(halfKb > 0 && perCommit >= 1, `written KB/req ${halfKb}, events/commit ${perCommit}`);
+  const commitRate = halfRps / perCommit;
+  t.true(Math.abs(Number.parseFloat(disk![1]!) - commitRate) <= commitRate * 0.1 + 1, `${disk![1]} against ${commitRate}`);
+  t.true(Math.abs(Number(disk![11]) - halfKb * perCommit) <= halfKb * perCommit * 0.1 + 0.1, `${disk![11]} KB per commit`);
 
   const counted = /events stored \(SQL count afterwards\): (\d+); 2xx answers, each of which promised one: (\d+)/.exec(stdout);
   t.truthy(counted, stdout);
