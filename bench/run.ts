@@ -238,8 +238,8 @@ async function runFloor(rate: number): Promise<Row> {
  * own writes are the commits'.
  */
 async function runDiskFloor(half: Row | undefined): Promise<Row | undefined> {
-  const perCommit = half?.figures?.perCommit;
-  if (!half || !perCommit || !Number.isFinite(perCommit) || !Number.isFinite(half.writtenKb)) return undefined;
+  const perCommit = half?.figures?.perCommit ?? NaN;
+  if (!half || !(perCommit > 0) || !Number.isFinite(half.writtenKb)) return undefined;
   const commitsPerSecond = half.rps / perCommit;
   const result = await diskFloor(commitsPerSecond, half.writtenKb * 1024 * perCommit, cfg.seconds);
   return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });

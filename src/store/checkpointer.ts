@@ -25,7 +25,8 @@ const CATCH_UP_FRAMES = 32_768;
  *
  * A reader holding an old snapshot (a long search or export) keeps the frames after it until it
  * ends; PASSIVE never waits for it. A tick that finds the last one still running skips; one that
- * fails (the database busy or gone) is simply tried again at the next tick.
+ * fails (the database busy or gone) is simply tried again at the next tick. `bulk` is the
+ * checkpointer's alone: stop() closes it once the tick in flight has ended.
  */
 export function checkpointer(writer: Knex, bulk: Knex, onCheckpoint?: (seconds: number) => void): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;

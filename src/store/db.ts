@@ -110,12 +110,13 @@ function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['o
   // power loss, and group commit pays that fsync once per batch, not once per event; NORMAL
   // (TPS_SQLITE_SYNC) leaves the fsync to the checkpoints: a commit survives the process being
   // killed, not the machine losing power. SQLite never checkpoints on its own (checkpointer.ts).
-  const pragmas = `PRAGMA page_size=${PAGE_SIZE}; PRAGMA journal_mode=WAL; PRAGMA synchronous=${sync.toUpperCase()}; PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;`;
+  const synchronous = `PRAGMA synchronous=${sync.toUpperCase()};`;
+  const pragmas = `PRAGMA page_size=${PAGE_SIZE}; PRAGMA journal_mode=WAL; ${synchronous} PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;`;
   const knex = sqlitePool(file, 1, 1, `${pragmas}${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
   // Checkpoints copy the WAL back from a connection of their own (checkpointer.ts), with the writer's synchronous setting.
-  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; PRAGMA synchronous=${sync.toUpperCase()};`), onCheckpoint);
+  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), onCheckpoint);
   return {
     knex,
     reader,

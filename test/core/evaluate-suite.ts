@@ -235,7 +235,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     // Observed together for every commit, so within one scrape the two histograms never disagree.
     t.is(valueIn(after, 'tps_event_commit_seconds_count'), valueIn(after, 'tps_event_commit_batch_size_count'));
     if (store === 'sqlite') {
-      // The writer's connection catches up every 500 ms, writes or not: within a few seconds it has again.
+      // The writer's connection catches up every 500 ms, writes or not: within a few seconds it has caught up again.
       const checkpoints = valueIn(start, 'tps_sqlite_checkpoint_seconds_count');
       const deadline = Date.now() + 5000;
       while ((await metric('tps_sqlite_checkpoint_seconds_count')) <= checkpoints && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
