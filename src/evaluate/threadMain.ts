@@ -9,6 +9,7 @@ import { openState } from '../state/open.js';
 import { prepareEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
 import { Evaluator } from './evaluator.js';
+import { Outbox } from './outbox.js';
 import { answerOf } from './runner.js';
 import type { FromThread, Reply, ThreadError, ThreadOptions, ToThread } from './thread.js';
 
@@ -18,18 +19,10 @@ const port = parentPort!;
 const options = workerData as ThreadOptions;
 const reply = (m: FromThread) => port.postMessage(m);
 
-// Evaluations' replies leave together, once this turn's messages are all evaluated: under load the
-// main thread then hands the group commit a batch about twice as large (~21 events against ~11),
-// and a commit's fixed cost is paid half as often (see README, ninth round).
-let outbox: Reply[] = [];
-const flush = () => {
-  const replies = outbox;
-  outbox = [];
-  reply(replies.length === 1 ? replies[0]! : { type: 'replies', replies });
-};
-const replyLater = (m: Reply) => {
-  if (outbox.push(m) === 1) setImmediate(flush);
-};
+// At most this many replies leave in one message (outbox.ts).
+const GROUP_MAX = 8;
+const outbox = new Outbox<Reply>((replies) => reply(replies.length === 1 ? replies[0]! : { type: 'replies', replies }), GROUP_MAX);
+const replyLater = (m: Reply) => outbox.push(m);
 
 let catalog = compiledCatalog(options.source);
 const state = openState(options.redisUrl, options.redisPrefix);

@@ -145,7 +145,9 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
   };
   const versionId = `pv_${crypto.createHash('sha256').update(stringify(compiled) ?? '').digest('hex').slice(0, 20)}`;
 
-  const engineRules = compiled.rules.filter((_, i) => rules[i]!.scoreAtLeast === undefined);
+  // The engine's copy of a rule names only its index: json-rules-engine deep-clones a rule's event
+  // and resolves each of its params on every run, and runPolicy reads nothing else.
+  const engineRules = compiled.rules.flatMap((r, index) => (rules[index]!.scoreAtLeast === undefined ? [{ conditions: r.conditions, event: { type: r.event.type, params: { index } } }] : []));
   const engine = engineRules.length ? newEngine() : null;
   for (const rule of engineRules) engine!.addRule(rule);
   return {
