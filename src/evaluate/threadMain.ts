@@ -22,7 +22,6 @@ const reply = (m: FromThread) => port.postMessage(m);
 // At most this many replies leave in one message (outbox.ts).
 const GROUP_MAX = 8;
 const outbox = new Outbox<Reply>((replies) => reply(replies.length === 1 ? replies[0]! : { type: 'replies', replies }), GROUP_MAX);
-const replyLater = (m: Reply) => outbox.push(m);
 
 let catalog = compiledCatalog(options.source);
 const state = openState(options.redisUrl, options.redisPrefix);
@@ -54,9 +53,9 @@ const failure = (err: unknown): ThreadError =>
 async function evaluate(id: number, environment: string, text: string): Promise<void> {
   try {
     const { response, event } = await evaluateBody(evaluator, environment, text);
-    replyLater({ type: 'evaluated', id, answer: answerOf(response), event: prepareEvent(event) });
+    outbox.push({ type: 'evaluated', id, answer: answerOf(response), event: prepareEvent(event) });
   } catch (err) {
-    replyLater({ type: 'failed', id, error: failure(err) });
+    outbox.push({ type: 'failed', id, error: failure(err) });
   }
 }
 

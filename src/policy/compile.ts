@@ -147,7 +147,7 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
 
   // The engine's copy of a rule names only its index: json-rules-engine deep-clones a rule's event
   // and resolves each of its params on every run, and runPolicy reads nothing else.
-  const engineRules = compiled.rules.flatMap((r, index) => (rules[index]!.scoreAtLeast === undefined ? [{ conditions: r.conditions, event: { type: r.event.type, params: { index } } }] : []));
+  const engineRules = rules.flatMap((r, index) => (r.scoreAtLeast === undefined ? [{ conditions: r.conditions, event: { type: r.decision, params: { index } } }] : []));
   const engine = engineRules.length ? newEngine() : null;
   for (const rule of engineRules) engine!.addRule(rule);
   return {
