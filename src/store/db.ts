@@ -116,7 +116,7 @@ function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['o
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
   // Checkpoints copy the WAL back from a connection of their own (checkpointer.ts), with the writer's synchronous setting.
-  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), onCheckpoint);
+  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, onCheckpoint);
   return {
     knex,
     reader,
