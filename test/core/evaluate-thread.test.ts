@@ -1,3 +1,4 @@
+import type { Worker } from 'node:worker_threads';
 import test from 'ava';
 import type { EvaluateResponse } from '../../src/api/types.js';
 import { capturedLogs, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
@@ -119,6 +120,36 @@ test('an evaluation thread that stops is started again, and says so in the log',
     // Once per thread that ended, however it ended.
     t.is(logged.filter((l) => l.msg.includes('evaluation thread')).length, 1, lines.join(''));
     t.true(logged.some((l) => l.msg.includes('evaluation thread') && l.err?.message.includes('stopped')), lines.join(''));
+  } finally {
+    await tps.close();
+  }
+});
+
+test('a burst of evaluations comes back from the thread in groups of at most eight, each answer committed', async (t) => {
+  const tps = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });
+  try {
+    // The thread's own messages, as the HTTP thread receives them (src/evaluate/outbox.ts).
+    const thread = tps.tps.evaluationThread!;
+    const groups: number[] = [];
+    (thread as unknown as { worker: Worker }).worker.on('message', (m: { type: string; replies?: unknown[] }) => {
+      if (m.type === 'replies') groups.push(m.replies!.length);
+      else if (m.type === 'evaluated' || m.type === 'failed') groups.push(1);
+    });
+    // Handed over in one turn, as a busy HTTP thread does: the thread finds them all waiting.
+    const burst = 48;
+    const text = JSON.stringify(samples.createCustomer());
+    const evaluated = await Promise.all(Array.from({ length: burst }, () => thread.evaluate(tps.environment, text)));
+    t.deepEqual(new Set(evaluated.map((e) => JSON.parse(e.answer.json).decision)), new Set(['allow']));
+    t.is(groups.reduce((n, g) => n + g, 0), burst, 'every answer came back once');
+    t.true(Math.max(...groups) <= 8 && groups.includes(8), `groups of ${groups.join(', ')}`);
+
+    // Over HTTP, as they arrive: every answer's event is committed before it is sent.
+    groups.length = 0;
+    const answers = await Promise.all(Array.from({ length: burst }, () => post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey)));
+    t.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+    for (const a of answers) t.truthy(await tps.tps.events.get(tps.environment, a.body.telemetryId));
+    t.is(groups.reduce((n, g) => n + g, 0), burst);
+    t.true(Math.max(...groups) <= 8, `groups of ${groups.join(', ')}`);
   } finally {
     await tps.close();
   }
