@@ -1,4 +1,4 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { Knex } from 'knex';
 
 /** How often the WAL is copied back into the database file, from a connection of its own. */
@@ -31,22 +31,17 @@ const CATCH_UP_FRAMES = 32_768;
  * A reader holding an old snapshot (a long search or export) keeps the frames after it until it
  * ends; PASSIVE never waits for it. A tick that finds the last one still running skips; one that
  * fails (the database busy or gone) is simply tried again at the next tick. `bulk` is the
- * checkpointer's alone: stop() closes it, and the file's descriptor, once the tick in flight has ended.
+ * checkpointer's alone: stop() closes it once the tick in flight has ended.
  */
 export function checkpointer(writer: Knex, bulk: Knex, file: string, onCheckpoint?: (seconds: number) => void): { stop(): Promise<void> } {
   let running: Promise<void> | undefined;
   let ticks = 0;
-  let handle: Promise<FileHandle> | undefined;
-  // Only a head start for the catch-up's own sync: a failure (the file gone) is forgotten, and the
-  // catch-up runs either way.
+  // Only a head start for the catch-up's own sync, so a failure (the file gone) is ignored and the
+  // catch-up runs either way. Opened each time: twice a second, and nothing to keep or close.
   const syncFile = async () => {
-    try {
-      await (await (handle ??= open(file, 'r'))).datasync();
-    } catch {
-      const failed = handle;
-      handle = undefined;
-      void failed?.then((h) => h.close()).catch(() => undefined);
-    }
+    const handle = await open(file, 'r').catch(() => undefined);
+    await handle?.datasync().catch(() => undefined);
+    await handle?.close().catch(() => undefined);
   };
   const tick = async () => {
     const [state] = (await bulk.raw('PRAGMA wal_checkpoint(PASSIVE)')) as [{ log: number }];
@@ -71,7 +66,6 @@ export function checkpointer(writer: Knex, bulk: Knex, file: string, onCheckpoin
       clearInterval(timer);
       await running;
       await bulk.destroy();
-      await (await handle?.catch(() => undefined))?.close();
     },
   };
 }
