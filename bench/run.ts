@@ -279,9 +279,12 @@ async function main(): Promise<void> {
   const rssSamples: { evaluations: number; rssMb: number }[] = [];
   let rss = NaN;
   let stored: Awaited<ReturnType<typeof store.count>> | undefined;
+  // Where evaluate ran, as the server resolved TPS_EVALUATE_THREAD (one worker's word with several).
+  let evaluateThread: boolean | undefined;
   try {
     await waitReady(`${url}/healthz`, server);
-    log(`  TPS is up: pid ${server.pid}, ${url}`);
+    evaluateThread = (await scrape(url)).get('tps_evaluation_thread') === 1;
+    log(`  TPS is up: pid ${server.pid}, ${url}; evaluate in ${evaluateThread ? 'the evaluation thread' : 'the HTTP thread'}`);
     const { ingest: hasIngest } = await preflight(url, secretKey);
     const evaluateOf = (conn: number) => evaluateRequests(secretKey, conn);
     answered += await warmup(server.pid, url, evaluateOf);
@@ -351,6 +354,7 @@ async function main(): Promise<void> {
     eventsStored: stored.total,
     workers: cfg.workers,
     store: cfg.databaseUrl ? 'postgres' : 'sqlite',
+    evaluateThread: evaluateThread ?? null,
     ...(rssSamples.length ? { rssSamplesMb: rssSamples } : {}),
   };
   process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -17,6 +17,7 @@ function runBench(): Promise<{ code: number | null; stdout: string; stderr: stri
       BENCH_SECONDS: '1',
       BENCH_WARMUP_SECONDS: '1',
       BENCH_CONNECTIONS: '4',
+      TPS_EVALUATE_THREAD: 'auto',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -46,6 +47,9 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
     t.true(typeof value === 'number' && Number.isFinite(value) && value > 0, `${key}: ${String(value)}`);
   }
   t.is(summary.evaluateRatio, Math.round((summary.evaluateRps! / summary.baselineRps!) * 1000) / 1000);
+  // The default with SQLite: evaluate in the evaluation thread, as the server itself reports.
+  t.is((summary as Record<string, unknown>).evaluateThread, true);
+  t.true(stderr.includes('evaluate in the evaluation thread'), stderr);
 
   for (const phase of ['baseline (bare Koa)', 'evaluate (mix, max rate)', 'ingest (max rate)']) t.truthy(row(stdout, phase), phase);
   const half = row(stdout, 'evaluate (50% of max, paced)');

@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import test from 'ava';
 import type { EvaluateResponse } from '../../src/api/types.js';
-import { capturedLogs, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
+import { capturedLogs, get, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
 // POST /api/evaluate runs in the evaluation thread (src/evaluate/thread.ts) or in the HTTP thread
@@ -100,6 +100,9 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
     t.falsy(postgres.tps.evaluationThread);
     t.truthy(postgres.tps.evaluator);
     for (const tps of [sqlite, postgres]) t.is((await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey)).status, 200);
+    // /metrics says which way `auto` went (the benchmark reports it).
+    t.regex((await get(`${sqlite.url}/metrics`)).body as string, /^tps_evaluation_thread 1$/m);
+    t.regex((await get(`${postgres.url}/metrics`)).body as string, /^tps_evaluation_thread 0$/m);
   } finally {
     await sqlite.close();
     await postgres.close();
