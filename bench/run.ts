@@ -283,8 +283,11 @@ async function main(): Promise<void> {
   let evaluateThread: boolean | undefined;
   try {
     await waitReady(`${url}/healthz`, server);
-    evaluateThread = (await scrape(url)).get('tps_evaluation_thread') === 1;
-    log(`  TPS is up: pid ${server.pid}, ${url}; evaluate in ${evaluateThread ? 'the evaluation thread' : 'the HTTP thread'}`);
+    // A build from before the gauge (BENCH_SERVER) does not say.
+    const gauge = (await scrape(url)).get('tps_evaluation_thread');
+    evaluateThread = gauge === undefined ? undefined : gauge === 1;
+    const where = evaluateThread === undefined ? 'not reported' : evaluateThread ? 'in the evaluation thread' : 'in the HTTP thread';
+    log(`  TPS is up: pid ${server.pid}, ${url}; evaluate ${where}`);
     const { ingest: hasIngest } = await preflight(url, secretKey);
     const evaluateOf = (conn: number) => evaluateRequests(secretKey, conn);
     answered += await warmup(server.pid, url, evaluateOf);
