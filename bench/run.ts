@@ -245,6 +245,9 @@ async function runDiskFloor(half: Row | undefined): Promise<Row | undefined> {
   return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });
 }
 
+// tps_evaluation_thread's values, as the run's header says them.
+const WHERE_EVALUATE: Record<string, string> = { '1': 'in the evaluation thread', '0': 'in the HTTP thread' };
+
 async function main(): Promise<void> {
   if (!fs.existsSync(SERVER)) throw new Error(`${SERVER} is missing: run "npm run build" first (npm run bench does)`);
   if (cfg.nice !== undefined) os.setPriority(cfg.nice);
@@ -285,9 +288,8 @@ async function main(): Promise<void> {
     await waitReady(`${url}/healthz`, server);
     // A build from before the gauge (BENCH_SERVER) does not say.
     const gauge = (await scrape(url)).get('tps_evaluation_thread');
-    evaluateThread = gauge === undefined ? undefined : gauge === 1;
-    const where = evaluateThread === undefined ? 'not reported' : evaluateThread ? 'in the evaluation thread' : 'in the HTTP thread';
-    log(`  TPS is up: pid ${server.pid}, ${url}; evaluate ${where}`);
+    if (gauge !== undefined) evaluateThread = gauge === 1;
+    log(`  TPS is up: pid ${server.pid}, ${url}; evaluate ${WHERE_EVALUATE[String(gauge)] ?? 'not reported'}`);
     const { ingest: hasIngest } = await preflight(url, secretKey);
     const evaluateOf = (conn: number) => evaluateRequests(secretKey, conn);
     answered += await warmup(server.pid, url, evaluateOf);

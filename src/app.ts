@@ -147,7 +147,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       });
       evaluations = localRunner(evaluator);
     }
-    metrics.evaluationThread.set(evaluationThread ? 1 : 0);
+    metrics.evaluatesInThread.set(evaluationThread ? 1 : 0);
     const keys = new KeyRing(keyStore, settings.keyCacheMs);
 
     const app = new Koa<TpsState>({ proxy: false });

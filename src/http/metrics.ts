@@ -37,8 +37,8 @@ export function createMetrics() {
     registers: [registry],
   });
 
-  // Which path `auto` took matters: on fast cores one thread reads ~15% more evaluations a second (README, thirteenth round).
-  const evaluationThread = new client.Gauge({
+  // Which way `auto` went moves evaluate's throughput by machine (README, thirteenth round).
+  const evaluatesInThread = new client.Gauge({
     name: 'tps_evaluation_thread',
     help: 'Whether evaluate runs in the evaluation thread (1) or in the HTTP thread (0): TPS_EVALUATE_THREAD as resolved',
     registers: [registry],
@@ -54,7 +54,7 @@ export function createMetrics() {
       duration.observe({ route }, Number(process.hrtime.bigint() - start) / 1e9);
     }
   };
-  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluationThread, observe };
+  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, observe };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
