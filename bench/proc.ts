@@ -96,6 +96,31 @@ export function cpuSeconds(pid: number | 'self'): number {
   return total;
 }
 
+/**
+ * Context switches so far of every thread of the process plus its descendants, voluntary (a thread
+ * that slept, woken later) and not (one preempted). A thread that ended takes its count with it.
+ */
+export function contextSwitches(pid: number): number {
+  let total = 0;
+  for (const p of tree(pid)) {
+    let threads: string[];
+    try {
+      threads = fs.readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue; // gone
+    }
+    for (const t of threads) {
+      try {
+        const status = fs.readFileSync(`/proc/${p}/task/${t}/status`, 'utf8');
+        for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) total += Number(m[1]);
+      } catch {
+        /* the thread ended while we looked */
+      }
+    }
+  }
+  return total;
+}
+
 /** Bytes the process plus its descendants have caused to be written to storage (/proc/PID/io write_bytes). */
 export function writtenBytes(pid: number): number {
   let total = 0;

@@ -7,7 +7,7 @@ import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
 import { diskFloor } from './diskFloor.js';
-import { cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
+import { contextSwitches, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 
@@ -66,6 +66,11 @@ interface Row {
   max: number;
   /** Server CPU time per 2xx answer, in µs: contention on a shared machine barely moves it. */
   cpuUs: number;
+  /**
+   * Context switches of the server's threads per 2xx answer: how often a thread slept and was
+   * woken, which costs CPU of its own (much more on a VM) and is what a hand-off between threads adds.
+   */
+  switches: number;
   /** Cores kept busy by processes other than the server and this driver during the phase. */
   otherCores: number;
   /** KB the server wrote to storage per 2xx answer (the SQLite file and its WAL); NaN where not its own process's writes. */
@@ -88,7 +93,9 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   const c0 = cpuSeconds('self');
   const m0 = machineBusySeconds();
   const w0 = writtenBytes(serverPid);
+  const x0 = contextSwitches(serverPid);
   const result = await run();
+  const switches = contextSwitches(serverPid) - x0;
   const written = writtenBytes(serverPid) - w0;
   const server = cpuSeconds(serverPid) - s0;
   const other = machineBusySeconds() - m0 - server - (cpuSeconds('self') - c0);
@@ -96,6 +103,7 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   return {
     result,
     cpuUs: result.ok ? Math.round((server / result.ok) * 1e6) : NaN,
+    switches: result.ok ? round(Math.max(0, switches) / result.ok, 2) : NaN,
     otherCores: round(Math.max(0, other) / result.seconds, 2),
     // PostgreSQL's writes are its own processes', not the server's.
     writtenKb: result.ok && !cfg.databaseUrl ? round(written / 1024 / result.ok, 1) : NaN,
@@ -104,8 +112,8 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   };
 }
 
-function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; otherCores: number; writtenKb: number; figures?: PhaseFigures }, record = true): Row {
-  const { cpuUs, otherCores, writtenKb, figures } = meter;
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; otherCores: number; writtenKb: number; figures?: PhaseFigures }, record = true): Row {
+  const { cpuUs, switches, otherCores, writtenKb, figures } = meter;
   const sorted = m.latencies.sort();
   const pct = (p: number) => (sorted.length ? round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : NaN);
   const row: Row = {
@@ -120,6 +128,7 @@ function summarize(phase: string, rate: string, m: { ok: number; failed: number;
     p99: pct(99),
     max: sorted.length ? round(sorted[sorted.length - 1]!) : NaN,
     cpuUs,
+    switches,
     otherCores,
     writtenKb,
     figures,
@@ -242,7 +251,7 @@ async function runDiskFloor(half: Row | undefined): Promise<Row | undefined> {
   if (!half || !(perCommit > 0) || !Number.isFinite(half.writtenKb)) return undefined;
   const commitsPerSecond = half.rps / perCommit;
   const result = await diskFloor(commitsPerSecond, half.writtenKb * 1024 * perCommit, cfg.seconds);
-  return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });
+  return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, switches: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });
 }
 
 // tps_evaluation_thread's values, as the run's header says them.
@@ -381,13 +390,13 @@ async function waitListening(url: string, child: Child): Promise<void> {
 }
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
-  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
+  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
   // '-' where a figure is missing: several workers, or a server (the baseline) without it.
   const show = (digits: number, ...xs: (number | undefined)[]) => (xs.some((x) => x === undefined || Number.isNaN(x)) ? '-' : xs.map((x) => round(x!, digits)).join('/'));
   const body = rows.map((r) => {
     const f = r.figures;
     const checkpoints = f?.checkpointsPerS ? `${show(1, f.checkpointsPerS)} × ${show(2, f.checkpointMeanMs)}` : '-';
-    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
+    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(2, r.switches), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;

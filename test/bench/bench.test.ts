@@ -28,13 +28,12 @@ function runBench(): Promise<{ code: number | null; stdout: string; stderr: stri
   return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-/** The table's row whose phase cell is `phase`, as its cells. */
-function row(stdout: string, phase: string): string[] | undefined {
-  return stdout
-    .split('\n')
-    .map((line) => line.split('|').map((cell) => cell.trim()))
-    .find((cells) => cells[1] === phase)
-    ?.slice(1, -1);
+/** The table's row whose phase cell is `phase`, as its cells by column name. */
+function row(stdout: string, phase: string): Record<string, string> | undefined {
+  const lines = stdout.split('\n').map((line) => line.split('|').map((cell) => cell.trim()).slice(1, -1));
+  const head = lines.find((cells) => cells[0] === 'phase');
+  const cells = lines.find((c) => c[0] === phase);
+  return head && cells ? Object.fromEntries(head.map((name, i) => [name, cells[i]!])) : undefined;
 }
 
 test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {
@@ -51,25 +50,32 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.is((summary as Record<string, unknown>).evaluateThread, true);
   t.true(stderr.includes('evaluate in the evaluation thread'), stderr);
 
-  for (const phase of ['baseline (bare Koa)', 'evaluate (mix, max rate)', 'ingest (max rate)']) t.truthy(row(stdout, phase), phase);
+  for (const phase of ['baseline (bare Koa)', 'evaluate (mix, max rate)', 'ingest (max rate)']) {
+    const cells = row(stdout, phase);
+    t.truthy(cells, phase);
+    // Every server thread that answered slept and woke at least once in a phase.
+    const switches = Number(cells!['switches/req']);
+    t.true(switches > 0 && Number.isFinite(switches), `${phase}: switches/req ${cells!['switches/req']}`);
+  }
   const half = row(stdout, 'evaluate (50% of max, paced)');
   const floor = row(stdout, 'bare Koa, paced at the same rate');
   t.truthy(half);
   t.truthy(floor);
   // Same rate, same p99 as the JSON's: the floor is measured where (d) was.
-  t.is(floor![1], half![1]);
-  t.is(Number(floor![8]), summary.baselineHalfLoadP99Ms);
-  t.is(Number(half![8]), summary.evaluateHalfLoadP99Ms);
+  t.is(floor!.rate, half!.rate);
+  t.is(Number(floor!['p99 ms']), summary.baselineHalfLoadP99Ms);
+  t.is(Number(half!['p99 ms']), summary.evaluateHalfLoadP99Ms);
 
   // The disk's floor: (d)'s commits replayed as writes + fdatasync, at (d)'s commit rate and size.
   const disk = row(stdout, "disk alone: (d)'s commits, write + fdatasync");
   t.truthy(disk);
-  t.is(Number(disk![8]), summary.diskFloorP99Ms);
-  const [halfRps, halfKb, perCommit] = [Number(half![5]), Number(half![11]), Number(half![12])];
+  t.is(Number(disk!['p99 ms']), summary.diskFloorP99Ms);
+  t.is(disk!['switches/req'], '-');
+  const [halfRps, halfKb, perCommit] = [Number(half!['req/s']), Number(half!['written KB/req']), Number(half!['events/commit'])];
   t.true(halfKb > 0 && perCommit >= 1, `written KB/req ${halfKb}, events/commit ${perCommit}`);
   const commitRate = halfRps / perCommit;
-  t.true(Math.abs(Number.parseFloat(disk![1]!) - commitRate) <= commitRate * 0.1 + 1, `${disk![1]} against ${commitRate}`);
-  t.true(Math.abs(Number(disk![11]) - halfKb * perCommit) <= halfKb * perCommit * 0.1 + 0.1, `${disk![11]} KB per commit`);
+  t.true(Math.abs(Number.parseFloat(disk!.rate!) - commitRate) <= commitRate * 0.1 + 1, `${disk!.rate} against ${commitRate}`);
+  t.true(Math.abs(Number(disk!['written KB/req']) - halfKb * perCommit) <= halfKb * perCommit * 0.1 + 0.1, `${disk!['written KB/req']} KB per commit`);
 
   const counted = /events stored \(SQL count afterwards\): (\d+); 2xx answers, each of which promised one: (\d+)/.exec(stdout);
   t.truthy(counted, stdout);

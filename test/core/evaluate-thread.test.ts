@@ -38,6 +38,9 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       t.falsy(threaded.tps.evaluator);
       t.truthy(inline.tps.evaluator);
       t.falsy(inline.tps.evaluationThread);
+      // An explicit setting wins over the store's default, and /metrics reports it.
+      t.regex((await get(`${threaded.url}/metrics`)).body as string, /^tps_evaluation_thread 1$/m);
+      t.regex((await get(`${inline.url}/metrics`)).body as string, /^tps_evaluation_thread 0$/m);
       const [a, b] = [await evaluateAll(threaded), await evaluateAll(inline)];
       t.deepEqual(
         a.map((x) => x.response.decision),
