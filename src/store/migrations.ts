@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { decodeExplanation } from './explanationCodec.js';
 import { reasonKeys } from './reasonIndex.js';
 import { BUCKET_MS, runningBounds } from './timeMarks.js';
 
@@ -129,6 +130,14 @@ const migrations: Migration[] = [
     },
     async down(knex) {
       const sqlite = knex.client.config.client === 'sqlite3';
+      // Events stored since keep their explanation only compressed: back to the text column first,
+      // or dropping explanation_z would lose it.
+      for (let after = 0; ; ) {
+        const rows: { seq: number; explanation_z: Buffer }[] = await knex('events').select('seq', 'explanation_z').whereNotNull('explanation_z').where('seq', '>', after).orderBy('seq').limit(1000);
+        if (rows.length === 0) break;
+        for (const r of rows) await knex('events').where('seq', r.seq).update({ explanation: JSON.stringify(decodeExplanation(r.explanation_z)) });
+        after = Number(rows[rows.length - 1]!.seq);
+      }
       await knex.schema.dropTableIfExists('event_reasons');
       await knex.schema.dropTableIfExists('event_time_marks');
       if (!sqlite) await knex.raw('DROP INDEX IF EXISTS events_reason_keys');
