@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import test from 'ava';
+import { readRun } from '../../bench/table.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
 // `npm run bench` in its short mode, against the server from source: the output issue 7 asks for
@@ -29,12 +30,7 @@ function runBench(): Promise<{ code: number | null; stdout: string; stderr: stri
 }
 
 /** The table's row whose phase cell is `phase`, as its cells by column name. */
-function row(stdout: string, phase: string): Record<string, string> | undefined {
-  const lines = stdout.split('\n').map((line) => line.split('|').map((cell) => cell.trim()).slice(1, -1));
-  const head = lines.find((cells) => cells[0] === 'phase');
-  const cells = lines.find((c) => c[0] === phase);
-  return head && cells ? Object.fromEntries(head.map((name, i) => [name, cells[i]!])) : undefined;
-}
+const row = (stdout: string, phase: string) => readRun(stdout).rows.get(phase);
 
 test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {
   const { code, stdout, stderr } = await runBench();

@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import test from 'ava';
+import { REPO_ROOT } from '../helpers/tps.js';
+
+// `npm run bench:compare` in its shortest form: one pair, A the server from source as it is, B the
+// same with TPS_EVALUATE_THREAD=false. What is checked is that each side ran as configured and
+// that every ratio is B's figure over A's from the same pair, not which side is faster.
+
+test('bench:compare runs A and B alternately with their own settings and reports B over A per pair', async (t) => {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/compare.ts')], {
+    cwd: REPO_ROOT,
+    env: {
+      ...process.env,
+      BENCH_A_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
+      BENCH_B_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
+      BENCH_B_ENV: 'TPS_EVALUATE_THREAD=false',
+      BENCH_NODE_ARGS: '--import tsx',
+      BENCH_PAIRS: '1',
+      BENCH_SECONDS: '1',
+      BENCH_WARMUP_SECONDS: '1',
+      BENCH_CONNECTIONS: '4',
+      TPS_EVALUATE_THREAD: 'auto',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let [stdout, stderr] = ['', ''];
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise((resolve) => proc.once('exit', resolve));
+  t.is(code, 0, stderr);
+
+  // Each run's header says where evaluate ran: A with auto (SQLite, so the thread), B in the HTTP thread.
+  t.deepEqual(stderr.match(/evaluate in the (evaluation|HTTP) thread/g), ['evaluate in the evaluation thread', 'evaluate in the HTTP thread']);
+  const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1)!) as {
+    pairs: number;
+    b: string;
+    pacedRate: number;
+    metrics: Record<string, { a: number[]; b: number[]; ratios: number[]; medianRatio: number; bBetterIn: number }>;
+  };
+  t.is(summary.pairs, 1);
+  t.true(summary.b.endsWith('TPS_EVALUATE_THREAD=false'), summary.b);
+  t.true(summary.pacedRate > 0);
+  t.deepEqual(Object.keys(summary.metrics), ['evaluateRps', 'evaluateCpuUs', 'evaluateSwitches', 'halfLoadP99Ms', 'halfLoadCpuUs']);
+  for (const [key, m] of Object.entries(summary.metrics)) {
+    t.true(m.a.length === 1 && m.b.length === 1 && m.a[0]! > 0 && m.b[0]! > 0, `${key}: ${JSON.stringify(m)}`);
+    t.is(m.ratios[0], Math.round((m.b[0]! / m.a[0]!) * 1000) / 1000, key);
+    t.is(m.medianRatio, m.ratios[0]);
+  }
+  // The table holds one row per run, A first.
+  t.regex(stdout, /^\|\s+1 \|\s+A \|.*\n\|\s+1 \|\s+B \|/m);
+});
+
+test('bench:compare refuses to compare a build with itself', async (t) => {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/compare.ts')], { cwd: REPO_ROOT, env: { ...process.env, BENCH_A_ENV: '', BENCH_B_ENV: '', BENCH_A_SERVER: '', BENCH_B_SERVER: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  t.is(await new Promise((resolve) => proc.once('exit', resolve)), 1);
+  t.regex(stderr, /A and B are the same/);
+});
