@@ -82,7 +82,7 @@ const median = (xs: number[]) => {
 const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 async function main(): Promise<void> {
-  const pairs = Number(process.env.BENCH_PAIRS || 3);
+  const pairs = Number(process.env.BENCH_PAIRS || 5);
   if (!Number.isInteger(pairs) || pairs < 1) throw new Error(`BENCH_PAIRS must be a whole number >= 1, got "${process.env.BENCH_PAIRS}"`);
   const [a, b] = [side('A'), side('B')];
   if (describe(a) === describe(b)) throw new Error('A and B are the same: set BENCH_B_SERVER (another build’s dist/src/server.js) or BENCH_B_ENV (e.g. "TPS_EVALUATE_THREAD=false")');
