@@ -80,15 +80,12 @@ function tree(pid: number): number[] {
   return out;
 }
 
-/** CPU seconds (user + system) used so far by the process plus its descendants. */
-export function cpuSeconds(pid: number | 'self'): number {
-  const ticks = 100; // USER_HZ, 100 on Linux
+/** The sum of `read` over `ids`, leaving out any that fails: a process or thread that ended while we looked, or one not ours to read. */
+function sum(ids: readonly (number | string)[], read: (id: number | string) => number): number {
   let total = 0;
-  for (const p of pid === 'self' ? [process.pid] : tree(pid)) {
+  for (const id of ids) {
     try {
-      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(f[11]) + Number(f[12])) / ticks;
+      total += read(id);
     } catch {
       /* gone */
     }
@@ -96,42 +93,32 @@ export function cpuSeconds(pid: number | 'self'): number {
   return total;
 }
 
+/** CPU seconds (user + system) used so far by the process plus its descendants. */
+export function cpuSeconds(pid: number | 'self'): number {
+  const ticks = 100; // USER_HZ, 100 on Linux
+  return sum(pid === 'self' ? [process.pid] : tree(pid), (p) => {
+    const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / ticks;
+  });
+}
+
 /**
  * Context switches so far of every thread of the process plus its descendants, voluntary (a thread
  * that slept, woken later) and not (one preempted). A thread that ended takes its count with it.
  */
 export function contextSwitches(pid: number): number {
-  let total = 0;
-  for (const p of tree(pid)) {
-    let threads: string[];
-    try {
-      threads = fs.readdirSync(`/proc/${p}/task`);
-    } catch {
-      continue; // gone
-    }
-    for (const t of threads) {
-      try {
-        const status = fs.readFileSync(`/proc/${p}/task/${t}/status`, 'utf8');
-        for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) total += Number(m[1]);
-      } catch {
-        /* the thread ended while we looked */
-      }
-    }
-  }
-  return total;
+  return sum(tree(pid), (p) =>
+    sum(fs.readdirSync(`/proc/${p}/task`), (t) => {
+      const status = fs.readFileSync(`/proc/${p}/task/${t}/status`, 'utf8');
+      return [...status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    }),
+  );
 }
 
 /** Bytes the process plus its descendants have caused to be written to storage (/proc/PID/io write_bytes). */
 export function writtenBytes(pid: number): number {
-  let total = 0;
-  for (const p of tree(pid)) {
-    try {
-      total += Number(/^write_bytes:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${p}/io`, 'utf8'))?.[1] ?? 0);
-    } catch {
-      /* gone, or not ours to read */
-    }
-  }
-  return total;
+  return sum(tree(pid), (p) => Number(/^write_bytes:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${p}/io`, 'utf8'))?.[1] ?? 0));
 }
 
 /** CPU seconds the whole machine has spent busy (all cores, from /proc/stat). */
@@ -143,14 +130,6 @@ export function machineBusySeconds(): number {
 
 /** VmRSS of the process plus its descendants, in MB (MiB). */
 export function rssMb(pid: number): number {
-  let kb = 0;
-  for (const p of tree(pid)) {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
-      kb += m ? Number(m[1]) : 0;
-    } catch {
-      /* gone */
-    }
-  }
+  const kb = sum(tree(pid), (p) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0));
   return Math.round((kb / 1024) * 10) / 10;
 }

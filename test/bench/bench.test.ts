@@ -29,14 +29,13 @@ function runBench(): Promise<{ code: number | null; stdout: string; stderr: stri
   return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-/** The table's row whose phase cell is `phase`, as its cells by column name. */
-const row = (stdout: string, phase: string) => readRun(stdout).rows.get(phase);
-
 test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {
   const { code, stdout, stderr } = await runBench();
   t.is(code, 0, stderr);
 
-  const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1)!) as Record<string, number>;
+  const run = readRun(stdout);
+  const summary = run.summary as Record<string, number>;
+  const row = (phase: string) => run.rows.get(phase);
   for (const key of ['baselineRps', 'evaluateRps', 'ingestRps', 'evaluateRatio', 'evaluateP50Ms', 'evaluateP99Ms', 'evaluateHalfLoadP50Ms', 'evaluateHalfLoadP99Ms', 'baselineHalfLoadP99Ms', 'diskFloorP99Ms', 'rssMb', 'eventsStored']) {
     const value = summary[key];
     t.true(typeof value === 'number' && Number.isFinite(value) && value > 0, `${key}: ${String(value)}`);
@@ -47,14 +46,14 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.true(stderr.includes('evaluate in the evaluation thread'), stderr);
 
   for (const phase of ['baseline (bare Koa)', 'evaluate (mix, max rate)', 'ingest (max rate)']) {
-    const cells = row(stdout, phase);
+    const cells = row(phase);
     t.truthy(cells, phase);
     // Every server thread that answered slept and woke at least once in a phase.
     const switches = Number(cells!['switches/req']);
     t.true(switches > 0 && Number.isFinite(switches), `${phase}: switches/req ${cells!['switches/req']}`);
   }
-  const half = row(stdout, 'evaluate (50% of max, paced)');
-  const floor = row(stdout, 'bare Koa, paced at the same rate');
+  const half = row('evaluate (50% of max, paced)');
+  const floor = row('bare Koa, paced at the same rate');
   t.truthy(half);
   t.truthy(floor);
   // Same rate, same p99 as the JSON's: the floor is measured where (d) was.
@@ -63,7 +62,7 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.is(Number(half!['p99 ms']), summary.evaluateHalfLoadP99Ms);
 
   // The disk's floor: (d)'s commits replayed as writes + fdatasync, at (d)'s commit rate and size.
-  const disk = row(stdout, "disk alone: (d)'s commits, write + fdatasync");
+  const disk = row("disk alone: (d)'s commits, write + fdatasync");
   t.truthy(disk);
   t.is(Number(disk!['p99 ms']), summary.diskFloorP99Ms);
   t.is(disk!['switches/req'], '-');

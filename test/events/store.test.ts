@@ -5,13 +5,22 @@ import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
 import { parseSse } from '../../src/events/sseParser.js';
 import { CATCH_UP_EVERY, CHECKPOINT_MS } from '../../src/store/checkpointer.js';
 import { openDatabase, PAGE_SIZE, sqliteTooOld } from '../../src/store/db.js';
-import { KnexEventStore } from '../../src/store/eventStore.js';
+import type { EventFilter } from '../../src/store/eventFilter.js';
+import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js';
 import { toRow } from '../../src/store/eventRows.js';
 import { migrationSource } from '../../src/store/migrations.js';
 import { WRITER_LOCK_CLASS } from '../../src/store/eventWriteTx.js';
 import { hash32, reasonKeys } from '../../src/store/reasonIndex.js';
 import { freshDatabase, type StoreKind } from '../helpers/tps.js';
 import { generateEvents } from './helpers.js';
+
+/** The telemetryIds of the events (stored in this order) that a filter must find, newest first: worked out apart from the store's own matching. */
+function newestFirstMatching(events: readonly EventRecord[], filter: EventFilter): string[] {
+  return events
+    .filter((e) => Object.entries(filter).every(([k, v]) => (k === 'reason' ? e.reasons.includes(v as string) : e[k as keyof EventRecord] === v)))
+    .map((e) => e.telemetryId)
+    .reverse();
+}
 
 for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
   test(`[${store}] migration 002 indexes the reasons of events stored before it, and old rows stay readable`, async (t) => {
@@ -87,10 +96,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
         { actorId: 'actor_3', source: 'evaluate' as const },
       ];
       for (const filter of filters) {
-        const expected = all
-          .filter((e) => Object.entries(filter).every(([k, v]) => (k === 'reason' ? e.reasons.includes(v) : e[k as keyof typeof e] === v)))
-          .map((e) => e.telemetryId)
-          .reverse();
+        const expected = newestFirstMatching(all, filter);
         const found = await events.page('legacy', filter, { order: 'desc', limit: 100 });
         t.true(expected.length > 0, JSON.stringify(filter));
         t.deepEqual(found.map((e) => e.telemetryId), expected, JSON.stringify(filter));
@@ -124,10 +130,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       step(async (db) => {
         const events = new KnexEventStore(db);
         for (const filter of filters) {
-          const expected = all
-            .filter((e) => Object.entries(filter).every(([k, v]) => (k === 'reason' ? e.reasons.includes(v) : e[k as keyof typeof e] === v)))
-            .map((e) => e.telemetryId)
-            .reverse();
+          const expected = newestFirstMatching(all, filter);
           t.true(expected.length > 0, JSON.stringify(filter));
           t.deepEqual((await events.page('roll', filter, { order: 'desc', limit: 100 })).map((e) => e.telemetryId), expected, `${label}: ${JSON.stringify(filter)}`);
         }
