@@ -22,6 +22,18 @@ const ENUM_COLUMNS: [string, readonly string[]][] = [
 // Migration 004's facet columns, in the order of the facets table.
 const FACET_COLUMNS = ['environment', 'operation_key', 'resource_type', 'decision', 'risk_band', 'source'];
 
+/**
+ * Sets one column of many events in one statement: `rows` of [seq, value] bound as a single JSON
+ * array, `value` the SQL that reads a row's value from its JSON element. One statement per event
+ * would take hours on a store of millions.
+ */
+async function setBySeq(knex: Knex, column: string, rows: readonly (readonly [number, unknown])[], value: (element: string) => string): Promise<void> {
+  const sqlite = knex.client.config.client === 'sqlite3';
+  const from = sqlite ? 'json_each(?) AS j' : 'jsonb_array_elements(?::jsonb) AS j(value)';
+  const seq = sqlite ? 'j.value->>0' : '(j.value->>0)::bigint';
+  await knex.raw(`UPDATE events SET ?? = ${value('j.value')} FROM ${from} WHERE events.seq = ${seq}`, [column, JSON.stringify(rows)]);
+}
+
 const migrations: Migration[] = [
   {
     name: '001_core',
@@ -123,7 +135,8 @@ const migrations: Migration[] = [
           const entries = rows.flatMap((r) => reasonKeys(r.environment, JSON.parse(r.reasons) as string[]).map((key) => ({ key, seq: Number(r.seq) })));
           for (let i = 0; i < entries.length; i += 500) await knex('event_reasons').insert(entries.slice(i, i + 500));
         } else {
-          for (const r of rows) await knex('events').where('seq', r.seq).update({ reason_keys: reasonKeys(r.environment, JSON.parse(r.reasons) as string[]) });
+          const keys = rows.map((r) => [Number(r.seq), reasonKeys(r.environment, JSON.parse(r.reasons) as string[])] as const);
+          await setBySeq(knex, 'reason_keys', keys, (v) => `ARRAY(SELECT jsonb_array_elements_text(${v}->1)::integer)`);
         }
         after = Number(rows[rows.length - 1]!.seq);
       }
@@ -135,7 +148,7 @@ const migrations: Migration[] = [
       for (let after = 0; ; ) {
         const rows: { seq: number; explanation_z: Buffer }[] = await knex('events').select('seq', 'explanation_z').whereNotNull('explanation_z').where('seq', '>', after).orderBy('seq').limit(1000);
         if (rows.length === 0) break;
-        for (const r of rows) await knex('events').where('seq', r.seq).update({ explanation: JSON.stringify(decodeExplanation(r.explanation_z)) });
+        await setBySeq(knex, 'explanation', rows.map((r) => [Number(r.seq), JSON.stringify(decodeExplanation(r.explanation_z))] as const), (v) => `${v}->>1`);
         after = Number(rows[rows.length - 1]!.seq);
       }
       await knex.schema.dropTableIfExists('event_reasons');
