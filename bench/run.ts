@@ -29,6 +29,16 @@ function int(name: string, fallback: number, min = 0): number {
   return n;
 }
 
+function percents(name: string, fallback: number[]): number[] {
+  const raw = process.env[name];
+  if (!raw) return fallback;
+  return raw.split(',').map((part) => {
+    const n = Number(part.trim());
+    if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error(`${name} takes whole percents from 1 to 100, separated by commas, got "${raw}"`);
+    return n;
+  });
+}
+
 const workers = int('BENCH_WORKERS', 1, 1);
 const cfg = {
   seconds: int('BENCH_SECONDS', 10, 1),
@@ -40,6 +50,8 @@ const cfg = {
   rssEvery: int('BENCH_RSS_EVERY', 250_000, 1),
   /** A fixed rate for the paced phase instead of half of the measured maximum (0: half). */
   pacedRate: int('BENCH_PACED_RATE', 0),
+  /** The load curve's points (phase `curve`), as percents of evaluate's maximum. */
+  curve: percents('BENCH_CURVE', [10, 25, 75]),
   databaseUrl: process.env.BENCH_DATABASE_URL || undefined,
   // Several workers share challenges and velocity counts through Redis (src/cluster.ts).
   redisUrl: process.env.BENCH_REDIS_URL || (workers > 1 ? 'redis://127.0.0.1:6379' : undefined),
@@ -52,6 +64,18 @@ const cfg = {
   /** Extra node flags for the TPS process, e.g. "--cpu-prof --cpu-prof-dir=prof". */
   nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(/\s+/).filter(Boolean),
 };
+
+/** A point of the load curve (g); floorP99Ms is the bare route's p99 at its rate, when (e) ran. */
+interface CurvePoint {
+  percent: number;
+  rate: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuUs: number;
+  switches: number;
+  floorP99Ms?: number;
+}
 
 interface Row {
   phase: string;
@@ -240,6 +264,13 @@ async function runFloor(rate: number): Promise<Row> {
   return withBaseline((pid, port) => drivePaced('bare Koa, paced at the same rate', pid, port, BASELINE_KEY, rate));
 }
 
+/** The same floor under each point of the load curve (g), from one baseline process. */
+async function runCurveFloors(points: readonly CurvePoint[]): Promise<void> {
+  await withBaseline(async (pid, port) => {
+    for (const point of points) point.floorP99Ms = (await drivePaced(`bare Koa, paced as the ${point.percent}% row`, pid, port, BASELINE_KEY, point.rate)).p99;
+  });
+}
+
 /**
  * (f) The disk alone under (d): (d)'s commits, at its rate and mean size, as plain writes each
  * followed by fdatasync (bench/diskFloor.ts). With TPS_SQLITE_SYNC=full every answer waits for its
@@ -289,6 +320,7 @@ async function main(): Promise<void> {
   let half: Row | undefined;
   let halfRate: number | undefined;
   const rssSamples: { evaluations: number; rssMb: number }[] = [];
+  const curve: CurvePoint[] = [];
   let rss = NaN;
   let stored: Awaited<ReturnType<typeof store.count>> | undefined;
   // Where evaluate ran, as the server resolved TPS_EVALUATE_THREAD (one worker's word with several).
@@ -325,6 +357,18 @@ async function main(): Promise<void> {
       half = await drivePaced(cfg.pacedRate ? 'evaluate (fixed rate, paced)' : 'evaluate (50% of max, paced)', server.pid, port, secretKey, halfRate);
       answered += half.ok;
     }
+    // (g) The load curve: evaluate paced at other shares of (b)'s rate, for how an answer's CPU,
+    // wake-ups and tail change with load (on a VM, a thread that sleeps between requests runs cold).
+    if (cfg.phases.has('curve') && evaluate) {
+      for (const percent of cfg.curve) {
+        const rate = Math.max(1, Math.round((evaluate.rps * percent) / 100));
+        const row = await drivePaced(`evaluate (${percent}% of max, paced)`, server.pid, port, secretKey, rate);
+        answered += row.ok;
+        curve.push({ percent, rate, rps: row.rps, p50Ms: row.p50, p99Ms: row.p99, cpuUs: row.cpuUs, switches: row.switches });
+      }
+    } else if (cfg.phases.has('curve')) {
+      log('  curve: needs the evaluate phase, whose maximum it takes shares of; skipped');
+    }
     // Long run: RSS after every BENCH_RSS_EVERY evaluations.
     if (cfg.total > 0) {
       let done = 0;
@@ -350,6 +394,7 @@ async function main(): Promise<void> {
   }
 
   const floor = cfg.phases.has('floor') && halfRate ? await runFloor(halfRate) : undefined;
+  if (cfg.phases.has('floor') && curve.length) await runCurveFloors(curve);
   const disk = cfg.phases.has('disk') ? await runDiskFloor(half) : undefined;
 
   printTable(rss, stored, rssSamples);
@@ -370,6 +415,7 @@ async function main(): Promise<void> {
     store: cfg.databaseUrl ? 'postgres' : 'sqlite',
     evaluateThread: evaluateThread ?? null,
     ...(rssSamples.length ? { rssSamplesMb: rssSamples } : {}),
+    ...(curve.length ? { curve } : {}),
   };
   process.stdout.write(`${JSON.stringify(summary)}\n`);
 }

@@ -8,7 +8,7 @@ import { REPO_ROOT } from '../helpers/tps.js';
 // (a table, then one JSON object as the last line), every phase including the floor, and every
 // promised event found in the store. No timing is asserted, only that each figure was measured.
 
-function runBench(): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runBench(env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/run.ts')], {
     cwd: REPO_ROOT,
     env: {
@@ -19,6 +19,7 @@ function runBench(): Promise<{ code: number | null; stdout: string; stderr: stri
       BENCH_WARMUP_SECONDS: '1',
       BENCH_CONNECTIONS: '4',
       TPS_EVALUATE_THREAD: 'auto',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -30,7 +31,8 @@ function runBench(): Promise<{ code: number | null; stdout: string; stderr: stri
 }
 
 test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {
-  const { code, stdout, stderr } = await runBench();
+  // Every phase, with the load curve at one point.
+  const { code, stdout, stderr } = await runBench({ BENCH_PHASES: 'baseline,evaluate,ingest,half,floor,disk,curve', BENCH_CURVE: '25' });
   t.is(code, 0, stderr);
 
   const run = readRun(stdout);
@@ -72,9 +74,32 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.true(Math.abs(Number.parseFloat(disk!.rate!) - commitRate) <= commitRate * 0.1 + 1, `${disk!.rate} against ${commitRate}`);
   t.true(Math.abs(Number(disk!['written KB/req']) - halfKb * perCommit) <= halfKb * perCommit * 0.1 + 0.1, `${disk!['written KB/req']} KB per commit`);
 
+  // The load curve: evaluate paced at 25% of (b)'s rate, in the table and in the JSON alike.
+  const quarter = row('evaluate (25% of max, paced)');
+  t.truthy(quarter, stdout);
+  const quarterRate = Math.round(summary.evaluateRps! / 4);
+  t.is(quarter!.rate, `${quarterRate}/s`);
+  const curve = (summary as unknown as { curve: Record<string, number>[] }).curve;
+  t.is(curve.length, 1);
+  t.like(curve[0], { percent: 25, rate: quarterRate, rps: Number(quarter!['req/s']), p99Ms: Number(quarter!['p99 ms']), cpuUs: Number(quarter!['server CPU µs/req']), switches: Number(quarter!['switches/req']) });
+  t.true(curve[0]!.rps! > 0 && curve[0]!.cpuUs! > 0 && curve[0]!.switches! > 0, JSON.stringify(curve[0]));
+  // Its floor: the bare route paced at the same rate.
+  const quarterFloor = row('bare Koa, paced as the 25% row');
+  t.truthy(quarterFloor, stdout);
+  t.is(quarterFloor!.rate, quarter!.rate);
+  t.is(curve[0]!.floorP99Ms, Number(quarterFloor!['p99 ms']));
+
   const counted = /events stored \(SQL count afterwards\): (\d+); 2xx answers, each of which promised one: (\d+)/.exec(stdout);
   t.truthy(counted, stdout);
   t.is(Number(counted![1]), summary.eventsStored);
   t.true(Number(counted![1]) >= Number(counted![2]), counted![0]);
   t.true(stdout.includes('every step-up retry found its challenge'));
+});
+
+test('the benchmark refuses a load curve it cannot run, naming the variable', async (t) => {
+  for (const curve of ['0', '25,abc', '150']) {
+    const { code, stderr } = await runBench({ BENCH_CURVE: curve });
+    t.not(code, 0, curve);
+    t.true(stderr.includes(`BENCH_CURVE takes whole percents from 1 to 100, separated by commas, got "${curve}"`), stderr);
+  }
 });
