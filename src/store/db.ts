@@ -103,6 +103,12 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
  */
 export const PAGE_SIZE = 1024;
 
+/**
+ * Every connection to the file in this process goes through the sqlite3 package. A second SQLite
+ * library in the process (better-sqlite3, node:sqlite) would lose its locks whenever this one
+ * closes a descriptor on the file, as POSIX locks belong to the process: that corrupted a store
+ * in the fifteenth round (README, Performance).
+ */
 function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['onCheckpoint']): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
