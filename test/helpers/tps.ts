@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
+import yaml from 'js-yaml';
 import knexFactory from 'knex';
 import { pino } from 'pino';
 import { createTps, type Tps } from '../../src/app.js';
@@ -131,6 +132,20 @@ export function capturedLogs(level: string): { logger: Logger; lines: string[] }
 }
 
 /** POSTs JSON with the given key; returns status, headers and parsed body. */
+/**
+ * The sample payments policy's own velocity window (rules/payments.yaml). Its count is estimated
+ * from two fixed buckets (src/state/counters.ts) and reads one or more below the exact count when
+ * a burst crosses a bucket's edge, so a test that counts up to the limit first waits out the
+ * bucket's last `marginMs`.
+ */
+export async function awayFromVelocityEdge(marginMs = 15_000): Promise<{ seconds: number; max: number }> {
+  const policy = yaml.load(fs.readFileSync(path.join(REPO_ROOT, 'rules/payments.yaml'), 'utf8')) as { throttle: { serviceWindow: { seconds: number; max: number } } };
+  const window = policy.throttle.serviceWindow;
+  const left = window.seconds * 1000 - (Date.now() % (window.seconds * 1000));
+  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 50));
+  return window;
+}
+
 export async function post(url: string, body: unknown, key?: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, {
     method: 'POST',
