@@ -351,9 +351,11 @@ async function main(): Promise<void> {
         log('  ingest: POST /api/events/ingest answers 404 in this build; phase skipped');
       }
     }
+    // A share of (b)'s maximum, as a paced rate.
+    const rateAt = (percent: number) => Math.max(1, Math.round((evaluate!.rps * percent) / 100));
     // (d) evaluate at half of (b)'s rate, evenly paced, for latency under normal load.
     if (cfg.phases.has('half') && (evaluate || cfg.pacedRate)) {
-      halfRate = cfg.pacedRate || Math.max(1, Math.round(evaluate!.rps / 2));
+      halfRate = cfg.pacedRate || rateAt(50);
       half = await drivePaced(cfg.pacedRate ? 'evaluate (fixed rate, paced)' : 'evaluate (50% of max, paced)', server.pid, port, secretKey, halfRate);
       answered += half.ok;
     }
@@ -361,7 +363,7 @@ async function main(): Promise<void> {
     // wake-ups and tail change with load (on a VM, a thread that sleeps between requests runs cold).
     if (cfg.phases.has('curve') && evaluate) {
       for (const percent of cfg.curve) {
-        const rate = Math.max(1, Math.round((evaluate.rps * percent) / 100));
+        const rate = rateAt(percent);
         const row = await drivePaced(`evaluate (${percent}% of max, paced)`, server.pid, port, secretKey, rate);
         answered += row.ok;
         curve.push({ percent, rate, rps: row.rps, p50Ms: row.p50, p99Ms: row.p99, cpuUs: row.cpuUs, switches: row.switches });

@@ -4,12 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
-import yaml from 'js-yaml';
 import knexFactory from 'knex';
 import { pino } from 'pino';
 import { createTps, type Tps } from '../../src/app.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
+import { loadCatalog } from '../../src/policy/catalog.js';
 import type { Logger } from '../../src/http/logger.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -131,21 +131,20 @@ export function capturedLogs(level: string): { logger: Logger; lines: string[] }
   return { logger: pino({ level }, sink) as unknown as Logger, lines };
 }
 
-/** POSTs JSON with the given key; returns status, headers and parsed body. */
 /**
- * The sample payments policy's own velocity window (rules/payments.yaml). Its count is estimated
- * from two fixed buckets (src/state/counters.ts) and reads one or more below the exact count when
- * a burst crosses a bucket's edge, so a test that counts up to the limit first waits out the
- * bucket's last `marginMs`.
+ * The sample payments policy's own velocity window, as the service compiles it. Its count is
+ * estimated from two fixed buckets (src/state/counters.ts) and reads one or more below the exact
+ * count when a burst crosses a bucket's edge, so a test that counts up to the limit first waits out
+ * the bucket's last `marginMs`.
  */
 export async function awayFromVelocityEdge(marginMs = 15_000): Promise<{ seconds: number; max: number }> {
-  const policy = yaml.load(fs.readFileSync(path.join(REPO_ROOT, 'rules/payments.yaml'), 'utf8')) as { throttle: { serviceWindow: { seconds: number; max: number } } };
-  const window = policy.throttle.serviceWindow;
+  const window = loadCatalog(REPO_ROOT).policies.get('payments')!.serviceWindow!;
   const left = window.seconds * 1000 - (Date.now() % (window.seconds * 1000));
   if (left < marginMs) await new Promise((r) => setTimeout(r, left + 50));
   return window;
 }
 
+/** POSTs JSON with the given key; returns status, headers and parsed body. */
 export async function post(url: string, body: unknown, key?: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, {
     method: 'POST',
