@@ -364,8 +364,10 @@ async function main(): Promise<void> {
     if (cfg.phases.has('curve') && evaluate) {
       for (const percent of cfg.curve) {
         const rate = rateAt(percent);
-        const row = await drivePaced(`evaluate (${percent}% of max, paced)`, server.pid, port, secretKey, rate);
-        answered += row.ok;
+        // A 50% point is (d) itself, whose row it would otherwise duplicate under the same name.
+        const measured = percent === 50 && half && halfRate === rate;
+        const row = measured ? half! : await drivePaced(`evaluate (${percent}% of max, paced)`, server.pid, port, secretKey, rate);
+        if (!measured) answered += row.ok;
         curve.push({ percent, rate, rps: row.rps, p50Ms: row.p50, p99Ms: row.p99, cpuUs: row.cpuUs, switches: row.switches });
       }
     } else if (cfg.phases.has('curve')) {
@@ -396,7 +398,10 @@ async function main(): Promise<void> {
   }
 
   const floor = cfg.phases.has('floor') && halfRate ? await runFloor(halfRate) : undefined;
-  if (cfg.phases.has('floor') && curve.length) await runCurveFloors(curve);
+  // (e) is already the floor of a point at (d)'s rate.
+  if (floor) for (const point of curve) if (point.rate === halfRate) point.floorP99Ms = floor.p99;
+  const unfloored = curve.filter((p) => p.floorP99Ms === undefined);
+  if (cfg.phases.has('floor') && unfloored.length) await runCurveFloors(unfloored);
   const disk = cfg.phases.has('disk') ? await runDiskFloor(half) : undefined;
 
   printTable(rss, stored, rssSamples);

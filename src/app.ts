@@ -127,8 +127,11 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     const threaded = settings.evaluateThread === 'auto' ? db.dialect === 'sqlite' : settings.evaluateThread === 'true';
     if (threaded && !options.advisor) {
       const source = config.current().source;
-      const thread = new EvaluationThread({ source, redisUrl: settings.redisUrl, redisPrefix: options.redisPrefix, challengeTtlMs }, newAdvisor(), (err) =>
-        logger.error({ err: safeError(err) }, 'the evaluation thread failed; starting it again'),
+      const thread = new EvaluationThread(
+        { source, redisUrl: settings.redisUrl, redisPrefix: options.redisPrefix, challengeTtlMs },
+        newAdvisor(),
+        (err) => logger.error({ err: safeError(err) }, 'the evaluation thread failed; starting it again'),
+        (count) => metrics.threadReplies.observe(count),
       );
       // Before the swap: the thread has the new version by the time an answer can name it.
       config.onSwap((next) => thread.setCatalog(next.source));

@@ -77,11 +77,15 @@ export class EvaluationThread {
   /** Settles once the first thread has compiled its configuration, or failed to. */
   readonly ready: Promise<void>;
 
-  /** `onFailure` hears of a thread that threw or stopped; it is started again either way. */
+  /**
+   * `onFailure` hears of a thread that threw or stopped; it is started again either way.
+   * `onReplies` hears how many answers each of the thread's messages carried (a metric).
+   */
   constructor(
     private options: ThreadOptions,
     private readonly advisor: Advisor,
     private readonly onFailure: (err: Error) => void,
+    private readonly onReplies: (count: number) => void = () => undefined,
   ) {
     this.ready = this.start();
   }
@@ -94,8 +98,13 @@ export class EvaluationThread {
       worker.on('message', (m: FromThread) => {
         if (m.type === 'ready') return resolve();
         if (m.type === 'assess') return void this.assess(worker, m.id, m.view, m.settings);
-        if (m.type === 'replies') for (const r of m.replies) this.settle(r);
-        else this.settle(m);
+        if (m.type === 'replies') {
+          this.onReplies(m.replies.length);
+          for (const r of m.replies) this.settle(r);
+        } else {
+          if (m.type !== 'done') this.onReplies(1);
+          this.settle(m);
+        }
       });
       // An uncaught error ends the thread: it is reported once, with the exit that follows.
       let thrown: Error | undefined;

@@ -54,7 +54,13 @@ export function createMetrics() {
       duration.observe({ route }, Number(process.hrtime.bigint() - start) / 1e9);
     }
   };
-  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, observe };
+  const threadReplies = new client.Histogram({
+    name: 'tps_evaluation_thread_replies_per_message',
+    help: 'Answers per message from the evaluation thread: those it evaluated in one turn, in groups of at most eight',
+    buckets: [1, 2, 4, 8],
+    registers: [registry],
+  });
+  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, threadReplies, observe };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -31,8 +31,8 @@ function runBench(env: Record<string, string> = {}): Promise<{ code: number | nu
 }
 
 test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {
-  // Every phase, with the load curve at one point.
-  const { code, stdout, stderr } = await runBench({ BENCH_PHASES: 'baseline,evaluate,ingest,half,floor,disk,curve', BENCH_CURVE: '25' });
+  // Every phase, with the load curve at a point of its own and at (d)'s.
+  const { code, stdout, stderr } = await runBench({ BENCH_PHASES: 'baseline,evaluate,ingest,half,floor,disk,curve', BENCH_CURVE: '25,50' });
   t.is(code, 0, stderr);
 
   const run = readRun(stdout);
@@ -80,7 +80,7 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   const quarterRate = Math.round(summary.evaluateRps! / 4);
   t.is(quarter!.rate, `${quarterRate}/s`);
   const curve = (summary as unknown as { curve: Record<string, number>[] }).curve;
-  t.is(curve.length, 1);
+  t.is(curve.length, 2);
   t.like(curve[0], { percent: 25, rate: quarterRate, rps: Number(quarter!['req/s']), p99Ms: Number(quarter!['p99 ms']), cpuUs: Number(quarter!['server CPU µs/req']), switches: Number(quarter!['switches/req']) });
   t.true(curve[0]!.rps! > 0 && curve[0]!.cpuUs! > 0 && curve[0]!.switches! > 0, JSON.stringify(curve[0]));
   // Its floor: the bare route paced at the same rate.
@@ -88,6 +88,10 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.truthy(quarterFloor, stdout);
   t.is(quarterFloor!.rate, quarter!.rate);
   t.is(curve[0]!.floorP99Ms, Number(quarterFloor!['p99 ms']));
+  // The 50% point is (d) and its floor (e), measured once: one row of that name, none of its own floor.
+  t.like(curve[1], { percent: 50, rate: Number.parseInt(half!.rate!, 10), p99Ms: summary.evaluateHalfLoadP99Ms, floorP99Ms: summary.baselineHalfLoadP99Ms });
+  t.is(stdout.split('\n').filter((l) => l.startsWith('| evaluate (50% of max, paced)')).length, 1, stdout);
+  t.false(stdout.includes('paced as the 50% row'), stdout);
 
   const counted = /events stored \(SQL count afterwards\): (\d+); 2xx answers, each of which promised one: (\d+)/.exec(stdout);
   t.truthy(counted, stdout);
