@@ -1,9 +1,9 @@
 /**
  * The evaluation thread's replies, sent in groups: what was evaluated in one turn of the event loop
- * leaves as one message, so a burst costs one message rather than one per reply (README, ninth
- * round). A group is cut at `max` replies, though: a burst held back until the whole turn was
+ * leaves as one message, so a burst costs one message rather than one per reply (bench/ROUNDS.md,
+ * ninth round). A group is cut at `max` replies, though: a burst held back until the whole turn was
  * evaluated reached the store as one batch while the writer sat idle, and every stage waited for
- * the one before it (README, eleventh round).
+ * the one before it (bench/ROUNDS.md, eleventh round).
  */
 export class Outbox<T> {
   private replies: T[] = [];

@@ -37,7 +37,7 @@ export function createMetrics() {
     registers: [registry],
   });
 
-  // Which way `auto` went moves evaluate's throughput by machine (README, thirteenth round).
+  // Which way `auto` went moves evaluate's throughput by machine (bench/ROUNDS.md, thirteenth round).
   const evaluatesInThread = new client.Gauge({
     name: 'tps_evaluation_thread',
     help: 'Whether evaluate runs in the evaluation thread (1) or in the HTTP thread (0): TPS_EVALUATE_THREAD as resolved',

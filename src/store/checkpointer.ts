@@ -25,8 +25,8 @@ const CATCH_UP_FRAMES = 32_768;
  *   copies, and the WAL would only grow (past 200 MB in a 10-second benchmark). Only the catch-up
  *   holds the writer, so only it is reported to `onCheckpoint` (the metric of what commits wait
  *   behind). Without the sync before it, its own sync wrote half a second of the bulks' pages
- *   with the writer held: 7.2–10.0 ms a catch-up at 50% load, against 3.8–4.4 ms with it (README,
- *   twelfth round).
+ *   with the writer held: 7.2–10.0 ms a catch-up at 50% load, against 3.8–4.4 ms with it
+ *   (bench/ROUNDS.md, twelfth round).
  *
  * A reader holding an old snapshot (a long search or export) keeps the frames after it until it
  * ends; PASSIVE never waits for it. A tick that finds the last one still running skips; one that

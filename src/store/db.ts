@@ -97,8 +97,8 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
  * The page size of a new SQLite file. A commit rewrites every page it touches, whole, into the WAL:
  * the right-hand leaf of each index range a batch appends to, and each reason key's leaf. Those
  * pages are mostly unchanged, so smaller pages write fewer bytes: 1 KiB pages halve the bytes
- * written per event against SQLite's default 4 KiB, for ~20% more bytes stored (README,
- * Performance, tenth round). An event row (~400 bytes) still fits on one page. A file keeps the
+ * written per event against SQLite's default 4 KiB, for ~20% more bytes stored
+ * (bench/ROUNDS.md, tenth round). An event row (~400 bytes) still fits on one page. A file keeps the
  * page size it was created with; SQLite ignores this setting on an existing file.
  */
 export const PAGE_SIZE = 1024;
@@ -107,7 +107,7 @@ export const PAGE_SIZE = 1024;
  * Every connection to the file in this process goes through the sqlite3 package. A second SQLite
  * library in the process (better-sqlite3, node:sqlite) would lose its locks whenever this one
  * closes a descriptor on the file, as POSIX locks belong to the process: that corrupted a store
- * in the fifteenth round (README, Performance).
+ * in the fifteenth round (bench/ROUNDS.md).
  */
 function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['onCheckpoint']): Database {
   const memory = file === ':memory:';
