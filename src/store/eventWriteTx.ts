@@ -157,8 +157,31 @@ const SQLITE_INSERT_BATCH = 'INSERT INTO event_batches (events, base, strict) VA
 const SQLITE_INSERT_ALONE = `INSERT INTO event_batches (events, base, strict) VALUES (?, (${SQLITE_BASE}), 1)`;
 const SQLITE_ADDED = 'SELECT seq, environment, telemetry_id FROM events WHERE seq > ? ORDER BY seq';
 
+const SQLITE_DROP_BATCHES = 'DROP TRIGGER IF EXISTS temp.event_batches_insert; DROP VIEW IF EXISTS temp.event_batches;';
 const batchesReady = new WeakMap<sqlite3.Database, Promise<void>>();
 const exec = (conn: sqlite3.Database, sql: string) => new Promise<void>((resolve, reject) => conn.exec(sql, (err) => (err ? reject(err) : resolve())));
+
+/** event_batches goes from this connection, to be made again by its next write. */
+async function dropBatches(conn: sqlite3.Database): Promise<void> {
+  batchesReady.delete(conn);
+  await exec(conn, SQLITE_DROP_BATCHES);
+}
+
+/**
+ * Before a schema change (a migration, on the connection knex gives it): SQLite checks every
+ * trigger of the connection at each ALTER TABLE, and event_batches names the tables a migration
+ * renames or drops, so in a process that has written events a rollback failed on it. The next
+ * write makes it again, for the schema then in place.
+ */
+export async function dropEventBatches(knex: Knex): Promise<void> {
+  if (knex.client.config.client !== 'sqlite3') return;
+  const conn = (await knex.client.acquireConnection()) as sqlite3.Database;
+  try {
+    await dropBatches(conn);
+  } finally {
+    knex.client.releaseConnection(conn);
+  }
+}
 
 /** The writer connection, with event_batches made on it once. */
 async function sqliteWriter(knex: Knex): Promise<sqlite3.Database> {
@@ -183,8 +206,7 @@ async function sqliteWriter(knex: Knex): Promise<sqlite3.Database> {
  * check of every schema change on this connection, such as renaming the table back.
  */
 async function failed(knex: Knex, conn: sqlite3.Database): Promise<void> {
-  batchesReady.delete(conn);
-  await exec(conn, 'DROP TRIGGER IF EXISTS temp.event_batches_insert; DROP VIEW IF EXISTS temp.event_batches;').catch(() => undefined);
+  await dropBatches(conn).catch(() => undefined);
   knex.client.releaseConnection(conn);
 }
 

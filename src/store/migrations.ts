@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { dropEventBatches } from './eventWriteTx.js';
 import { decodeExplanation } from './explanationCodec.js';
 import { reasonKeys } from './reasonIndex.js';
 import { BUCKET_MS, runningBounds } from './timeMarks.js';
@@ -259,5 +260,16 @@ const migrations: Migration[] = [
 export const migrationSource: Knex.MigrationSource<Migration> = {
   getMigrations: async () => migrations,
   getMigrationName: (m) => m.name,
-  getMigration: async (m) => m,
+  // The writer's TEMP trigger names tables a migration renames or drops (dropEventBatches).
+  getMigration: async (m) => ({
+    ...m,
+    async up(knex) {
+      await dropEventBatches(knex);
+      await m.up(knex);
+    },
+    async down(knex) {
+      await dropEventBatches(knex);
+      await m.down(knex);
+    },
+  }),
 };

@@ -161,6 +161,33 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
     }
   });
 
+  test(`[${store}] a process that has written events rolls back on its own connections, migrates up again and goes on writing`, async (t) => {
+    const fresh = freshDatabase(store);
+    const db = await openDatabase(fresh.url);
+    try {
+      const schema = store === 'postgres' ? (db.knex.client.config.searchPath as string[])[0] : undefined;
+      const events = new KnexEventStore(db);
+      const all = generateEvents('inproc', 30, Date.now() - 60_000);
+      // The writer's connection now holds what its batches go through (SQLite: a TEMP trigger
+      // naming the tables that 004's rollback renames).
+      await events.insertBatch(all.slice(0, 15));
+      for (const name of ['004_event_facets', '003_operations', '002_event_search']) {
+        await db.knex.migrate.down({ migrationSource, schemaName: schema, name });
+      }
+      const [, pending] = (await db.knex.migrate.list({ migrationSource, schemaName: schema })) as [unknown[], unknown[]];
+      t.is(pending.length, 3);
+      await db.knex.migrate.latest({ migrationSource, schemaName: schema });
+      await events.insertBatch(all.slice(15));
+      const expected = newestFirstMatching(all, { decision: 'deny' });
+      t.true(expected.length > 0);
+      t.deepEqual((await events.page('inproc', { decision: 'deny' }, { order: 'desc', limit: 100 })).map((e) => e.telemetryId), expected);
+      for (const e of all) t.deepEqual((await events.get('inproc', e.telemetryId))?.explanation, e.explanation, e.telemetryId);
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+
   test(`[${store}] time ranges stay exact when two writers store events of other minutes at once`, async (t) => {
     const fresh = freshDatabase(store);
     // Two service instances on one store; each batch lands on minutes the other may be writing.
