@@ -46,10 +46,11 @@ export class EventWrites {
     return this.insertPrepared(events.map(prepareEvent));
   }
 
-  /** insertBatch for events already prepared. */
-  async insertPrepared(events: readonly PreparedEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    await this.writer.insertAlone(await this.rows(events));
+  /** insertBatch for events already prepared. With every facet known, the insert starts before this returns. */
+  insertPrepared(events: readonly PreparedEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    const rows = this.rows(events);
+    return Array.isArray(rows) ? this.writer.insertAlone(rows) : rows.then((r) => this.writer.insertAlone(r));
   }
 
   /**
@@ -95,16 +96,17 @@ export class EventWrites {
    * facets are committed on their own: a facet with no event yet is harmless, and their ids can be
    * remembered at once.
    */
-  private async rows(events: readonly PreparedEvent[]): Promise<EventInsert[]> {
+  private rows(events: readonly PreparedEvent[]): EventInsert[] | Promise<EventInsert[]> {
     const facets = events.map((e) => e.facet);
     const ids = this.facetIds.known(facets);
+    const rowsOf = () => events.map((e, i) => `${e.valuesJson.slice(0, -1)},${ids[i]},${JSON.stringify(e.reasonKeys)}]`);
     const missing = facets.filter((_, i) => ids[i] === undefined);
-    if (missing.length) {
-      const found = await this.writer.transaction((tx) => tx.facetIds(missing));
+    if (!missing.length) return rowsOf();
+    return this.writer.transaction((tx) => tx.facetIds(missing)).then((found) => {
       this.facetIds.remember(missing, found);
       let next = 0;
       for (let i = 0; i < ids.length; i++) ids[i] ??= found[next++];
-    }
-    return events.map((e, i) => `${e.valuesJson.slice(0, -1)},${ids[i]},${JSON.stringify(e.reasonKeys)}]`);
+      return rowsOf();
+    });
   }
 }

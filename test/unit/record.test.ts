@@ -51,6 +51,35 @@ test('the event writer commits concurrent appends in shared transactions, and ea
   }
 });
 
+test('[sqlite] the writer connection a commit keeps for the next goes at once to another writer, a read and closing, even mid-commit', async (t) => {
+  const fresh = freshDatabase('sqlite');
+  let db = await openDatabase(fresh.url);
+  try {
+    const store = new KnexEventStore(db);
+    // Each commit keeps the connection (src/store/eventWriteTx.ts); nothing else would wake it.
+    await store.insertBatch([event(1), event(2)]);
+    const ingested = await store.insertNew([event(3), event(1)]);
+    t.deepEqual(ingested.inserted, [true, false]);
+    await store.insertBatch([event(4)]);
+    t.is(await store.count('unit'), 4);
+    await store.insertBatch([event(5)]);
+    await db.close();
+    db = await openDatabase(fresh.url, { migrate: false });
+    const reopened = new KnexEventStore(db);
+    t.is(await reopened.count('unit'), 5);
+    // Closing while a commit is under way on the kept connection: it commits, then goes back.
+    await reopened.insertBatch([event(6)]);
+    const committing = reopened.insertBatch([event(7)]);
+    await Promise.all([committing, db.knex.destroy()]);
+    await db.close();
+    db = await openDatabase(fresh.url, { migrate: false });
+    t.is(await new KnexEventStore(db).count('unit'), 7);
+  } finally {
+    await db.close();
+    await fresh.drop();
+  }
+});
+
 for (const kind of ['sqlite', 'postgres'] as const) {
   test(`[${kind}] a failed batch rejects every event in it and stores none of them, nor their reasons or time marks`, async (t) => {
     const fresh = freshDatabase(kind);
