@@ -207,8 +207,19 @@ async function drive(phase: string, serverPid: number, url: string, requestsOf: 
   return summarize(phase, 'max', result, meter, opts.record);
 }
 
+/**
+ * A paced phase, after a warm-up at its own rate (BENCH_WARMUP_SECONDS, not measured): it starts
+ * from that load, not from the phase before. Right after a full-load phase, a 50% phase's first
+ * three seconds held most of its slow answers (bench/ROUNDS.md, sixteenth round).
+ */
 async function drivePaced(phase: string, serverPid: number, port: number, secretKey: string, rate: number): Promise<Row> {
   const requests = range(cfg.connections).map((conn) => rawRequests(`127.0.0.1:${port}`, secretKey, conn));
+  if (cfg.warmupSeconds) {
+    const warm = await paced(port, requests, rate, cfg.warmupSeconds);
+    // The bare baseline promises no events.
+    if (secretKey !== BASELINE_KEY) answered += warm.ok;
+    log(`  warm-up: ${warm.ok} answers at ${rate}/s`);
+  }
   const { result, ...meter } = await metered(serverPid, `http://127.0.0.1:${port}`, () => paced(port, requests, rate, cfg.seconds));
   return summarize(phase, `${rate}/s`, result, meter);
 }

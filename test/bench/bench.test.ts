@@ -60,6 +60,9 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.truthy(floor);
   // Same rate, same p99 as the JSON's: the floor is measured where (d) was.
   t.is(floor!.rate, half!.rate);
+  // Both paced phases first warm up at their own rate: (d) on TPS, then (e) on the bare route.
+  const warmups = stderr.split('\n').filter((l) => new RegExp(`^  warm-up: [1-9]\\d* answers at ${half!.rate}$`).test(l));
+  t.is(warmups.length, 2, stderr);
   t.is(Number(floor!['p99 ms']), summary.baselineHalfLoadP99Ms);
   t.is(Number(half!['p99 ms']), summary.evaluateHalfLoadP99Ms);
 
