@@ -210,18 +210,18 @@ async function drive(phase: string, serverPid: number, url: string, requestsOf: 
 /**
  * A paced phase, after a warm-up at its own rate (BENCH_WARMUP_SECONDS, not measured): it starts
  * from that load, not from the phase before. Right after a full-load phase, a 50% phase's first
- * three seconds held most of its slow answers (bench/ROUNDS.md, sixteenth round).
+ * three seconds held most of its slow answers (bench/ROUNDS.md, sixteenth round). `answers` counts
+ * every 2xx, the warm-up's included.
  */
-async function drivePaced(phase: string, serverPid: number, port: number, secretKey: string, rate: number): Promise<Row> {
+async function drivePaced(phase: string, serverPid: number, port: number, secretKey: string, rate: number): Promise<{ row: Row; answers: number }> {
   const requests = range(cfg.connections).map((conn) => rawRequests(`127.0.0.1:${port}`, secretKey, conn));
+  let warmed = 0;
   if (cfg.warmupSeconds) {
-    const warm = await paced(port, requests, rate, cfg.warmupSeconds);
-    // The bare baseline promises no events.
-    if (secretKey !== BASELINE_KEY) answered += warm.ok;
-    log(`  warm-up: ${warm.ok} answers at ${rate}/s`);
+    warmed = (await paced(port, requests, rate, cfg.warmupSeconds)).ok;
+    log(`  warm-up: ${warmed} answers at ${rate}/s`);
   }
   const { result, ...meter } = await metered(serverPid, `http://127.0.0.1:${port}`, () => paced(port, requests, rate, cfg.seconds));
-  return summarize(phase, `${rate}/s`, result, meter);
+  return { row: summarize(phase, `${rate}/s`, result, meter), answers: warmed + result.ok };
 }
 
 async function warmup(serverPid: number, url: string, requestsOf: (conn: number) => Request[], idReplacement = false): Promise<number> {
@@ -272,13 +272,13 @@ async function runBaseline(): Promise<number | null> {
  * TPS's own. Run after TPS has stopped, so nothing of ours competes for the cores.
  */
 async function runFloor(rate: number): Promise<Row> {
-  return withBaseline((pid, port) => drivePaced('bare Koa, paced at the same rate', pid, port, BASELINE_KEY, rate));
+  return withBaseline(async (pid, port) => (await drivePaced('bare Koa, paced at the same rate', pid, port, BASELINE_KEY, rate)).row);
 }
 
 /** The same floor under each point of the load curve (g), from one baseline process. */
 async function runCurveFloors(points: readonly CurvePoint[]): Promise<void> {
   await withBaseline(async (pid, port) => {
-    for (const point of points) point.floorP99Ms = (await drivePaced(`bare Koa, paced as the ${point.percent}% row`, pid, port, BASELINE_KEY, point.rate)).p99;
+    for (const point of points) point.floorP99Ms = (await drivePaced(`bare Koa, paced as the ${point.percent}% row`, pid, port, BASELINE_KEY, point.rate)).row.p99;
   });
 }
 
@@ -367,8 +367,9 @@ async function main(): Promise<void> {
     // (d) evaluate at half of (b)'s rate, evenly paced, for latency under normal load.
     if (cfg.phases.has('half') && (evaluate || cfg.pacedRate)) {
       halfRate = cfg.pacedRate || rateAt(50);
-      half = await drivePaced(cfg.pacedRate ? 'evaluate (fixed rate, paced)' : 'evaluate (50% of max, paced)', server.pid, port, secretKey, halfRate);
-      answered += half.ok;
+      const phase = await drivePaced(cfg.pacedRate ? 'evaluate (fixed rate, paced)' : 'evaluate (50% of max, paced)', server.pid, port, secretKey, halfRate);
+      half = phase.row;
+      answered += phase.answers;
     }
     // (g) The load curve: evaluate paced at other shares of (b)'s rate, for how an answer's CPU,
     // wake-ups and tail change with load (on a VM, a thread that sleeps between requests runs cold).
@@ -376,9 +377,12 @@ async function main(): Promise<void> {
       for (const percent of cfg.curve) {
         const rate = rateAt(percent);
         // A 50% point is (d) itself, whose row it would otherwise duplicate under the same name.
-        const measured = percent === 50 && half && halfRate === rate;
-        const row = measured ? half! : await drivePaced(`evaluate (${percent}% of max, paced)`, server.pid, port, secretKey, rate);
-        if (!measured) answered += row.ok;
+        let row = percent === 50 && halfRate === rate ? half : undefined;
+        if (!row) {
+          const phase = await drivePaced(`evaluate (${percent}% of max, paced)`, server.pid, port, secretKey, rate);
+          row = phase.row;
+          answered += phase.answers;
+        }
         curve.push({ percent, rate, rps: row.rps, p50Ms: row.p50, p99Ms: row.p99, cpuUs: row.cpuUs, switches: row.switches });
       }
     } else if (cfg.phases.has('curve')) {

@@ -57,7 +57,8 @@ export function createMetrics() {
   const threadReplies = new client.Histogram({
     name: 'tps_evaluation_thread_replies_per_message',
     help: 'Answers per message from the evaluation thread: those it evaluated in one turn, in groups of at most eight',
-    buckets: [1, 2, 4, 8],
+    // One bucket per size: the groups are small, and a group of exactly eight (the cut) shows.
+    buckets: [1, 2, 3, 4, 5, 6, 7, 8],
     registers: [registry],
   });
   return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, threadReplies, observe };

@@ -257,19 +257,16 @@ const migrations: Migration[] = [
   },
 ];
 
+/** A migration's step, run once the writer's TEMP trigger is gone: it names tables a step renames or drops (dropEventBatches). */
+const afterDroppingBatches =
+  (step: (knex: Knex) => Promise<void>) =>
+  async (knex: Knex): Promise<void> => {
+    await dropEventBatches(knex);
+    await step(knex);
+  };
+
 export const migrationSource: Knex.MigrationSource<Migration> = {
   getMigrations: async () => migrations,
   getMigrationName: (m) => m.name,
-  // The writer's TEMP trigger names tables a migration renames or drops (dropEventBatches).
-  getMigration: async (m) => ({
-    ...m,
-    async up(knex) {
-      await dropEventBatches(knex);
-      await m.up(knex);
-    },
-    async down(knex) {
-      await dropEventBatches(knex);
-      await m.down(knex);
-    },
-  }),
+  getMigration: async (m) => ({ ...m, up: afterDroppingBatches(m.up), down: afterDroppingBatches(m.down) }),
 };

@@ -56,7 +56,7 @@ test('[sqlite] the writer connection a commit keeps for the next goes at once to
   let db = await openDatabase(fresh.url);
   try {
     const store = new KnexEventStore(db);
-    // Each commit keeps the connection (src/store/eventWriteTx.ts); nothing else would wake it.
+    // Each commit keeps the connection (src/store/keptWriter.ts); only the pool's events take it back.
     await store.insertBatch([event(1), event(2)]);
     const ingested = await store.insertNew([event(3), event(1)]);
     t.deepEqual(ingested.inserted, [true, false]);
