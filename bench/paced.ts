@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { newParts, recordParts, type AnswerParts } from './split.js';
 
 /**
  * An open-loop driver for "latency at N% load": requests are due at evenly spaced instants
@@ -16,6 +17,8 @@ export interface PacedResult {
   seconds: number;
   /** Milliseconds from due instant to complete answer, for each 2xx answer. */
   latencies: Float64Array;
+  /** The same answers' parts (split.ts). */
+  parts: AnswerParts;
 }
 
 interface Conn {
@@ -24,6 +27,7 @@ interface Conn {
   next: number;
   busy: boolean;
   due: number;
+  sentAt: number;
   buf: Buffer;
 }
 
@@ -32,6 +36,7 @@ const HEADER_END = Buffer.from('\r\n\r\n');
 /** Sends `rate` requests per second for `seconds`; connection i cycles through `requests[i]`. */
 export async function paced(port: number, requests: Buffer[][], rate: number, seconds: number): Promise<PacedResult> {
   const latencies = new Float64Array(Math.ceil(rate * seconds) + 16);
+  const parts = newParts(latencies.length);
   let ok = 0;
   let failed = 0;
   let answered = 0;
@@ -48,6 +53,7 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
   const send = (c: Conn, due: number) => {
     c.busy = true;
     c.due = due;
+    c.sentAt = now();
     c.socket.write(c.requests[c.next]!);
     c.next = (c.next + 1) % c.requests.length;
   };
@@ -62,7 +68,10 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       if (c.buf.length < end + 4 + length) return;
       const status = Number(head.slice(9, 12));
       c.buf = c.buf.subarray(end + 4 + length);
-      if (status >= 200 && status < 300) latencies[ok++] = now() - c.due;
+      if (status >= 200 && status < 300) {
+        recordParts(parts, ok, c.sentAt - c.due, /\r\nserver-timing:([^\r]*)/i.exec(head)?.[1]);
+        latencies[ok++] = now() - c.due;
+      }
       else failed++;
       c.busy = false;
       if (++answered === total) return finish();
@@ -77,7 +86,7 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       (reqs) =>
         new Promise<Conn>((resolve, reject) => {
           const socket = net.connect(port, '127.0.0.1');
-          const c: Conn = { socket, requests: reqs, next: 0, busy: false, due: 0, buf: Buffer.alloc(0) };
+          const c: Conn = { socket, requests: reqs, next: 0, busy: false, due: 0, sentAt: 0, buf: Buffer.alloc(0) };
           socket.setNoDelay(true);
           socket.once('connect', () => resolve(c)).once('error', reject);
           socket.on('data', (chunk: Buffer) => onData(c, chunk));
@@ -106,5 +115,5 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
   clearTimeout(guard);
   const seconds_ = (now() - start) / 1000;
   for (const c of conns) c.socket.destroy();
-  return { ok, failed, seconds: seconds_, latencies: latencies.subarray(0, ok) };
+  return { ok, failed, seconds: seconds_, latencies: latencies.subarray(0, ok), parts };
 }

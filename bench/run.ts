@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
+import { describeSplit, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
 import { contextSwitches, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
@@ -101,6 +102,8 @@ interface Row {
   writtenKb: number;
   /** The server's own figures for the phase (from /metrics); none with several workers. */
   figures?: PhaseFigures;
+  /** A paced phase's answers split by where their time went (split.ts); none without Server-Timing. */
+  split?: PhaseSplit;
 }
 
 const rows: Row[] = [];
@@ -221,7 +224,11 @@ async function drivePaced(phase: string, serverPid: number, port: number, secret
     log(`  warm-up: ${warmed} answers at ${rate}/s`);
   }
   const { result, ...meter } = await metered(serverPid, `http://127.0.0.1:${port}`, () => paced(port, requests, rate, cfg.seconds));
-  return { row: summarize(phase, `${rate}/s`, result, meter), answers: warmed + result.ok };
+  // Before summarize sorts the latencies, which the parts are matched to by index.
+  const split = phaseSplit(result.latencies, result.parts);
+  const row = summarize(phase, `${rate}/s`, result, meter);
+  if (split) row.split = split;
+  return { row, answers: warmed + result.ok };
 }
 
 async function warmup(serverPid: number, url: string, requestsOf: (conn: number) => Request[], idReplacement = false): Promise<number> {
@@ -324,6 +331,8 @@ async function main(): Promise<void> {
     HOST: '127.0.0.1',
     PORT: String(port),
     TPS_WORKERS: String(cfg.workers),
+    // The paced phases' split (split.ts); a compare can turn it off to see what it costs.
+    TPS_SERVER_TIMING: process.env.TPS_SERVER_TIMING ?? 'true',
     ...(cfg.redisUrl ? { REDIS_URL: cfg.redisUrl } : {}),
   }, cfg.nice);
   let evaluate: Row | undefined;
@@ -429,6 +438,7 @@ async function main(): Promise<void> {
     evaluateP99Ms: evaluate?.p99 ?? null,
     evaluateHalfLoadP50Ms: half?.p50 ?? null,
     evaluateHalfLoadP99Ms: half?.p99 ?? null,
+    evaluateHalfLoadSplitMs: half?.split ?? null,
     baselineHalfLoadP99Ms: floor?.p99 ?? null,
     diskFloorP99Ms: disk?.p99 ?? null,
     rssMb: rss,
@@ -483,6 +493,11 @@ function printTable(rss: number, stored: { total: number; byDecision: Record<str
       .join(', ');
     out.push(`evaluate events by decision: ${mix}`);
     out.push(stored.invalidChallenges ? `WARNING: ${stored.invalidChallenges} step-up retries found no challenge (challenge_invalid)` : 'every step-up retry found its challenge');
+  }
+  for (const r of rows.filter((row) => row.split)) {
+    out.push(`${r.phase}, where the time went (mean per answer; Server-Timing):`);
+    out.push(`  all ${r.split!.all.answers} answers: ${describeSplit(r.split!.all)}`);
+    out.push(`  slowest 1% (${r.split!.slowest.answers}): ${describeSplit(r.split!.slowest)}`);
   }
   out.push(`server RSS after the run: ${rss} MB`);
   for (const s of samples) out.push(`  RSS after ${s.evaluations} long-run evaluations: ${s.rssMb} MB`);

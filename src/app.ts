@@ -27,7 +27,7 @@ import { ConfigHolder } from './policy/holder.js';
 import { watchConfig, type ReloadOutcome } from './policy/watch.js';
 import { GroupCommitter } from './record/groupCommit.js';
 import { openDatabase, type Database } from './store/db.js';
-import { KnexEventStore, prepareEvent, type PreparedEvent } from './store/eventStore.js';
+import { KnexEventStore, type PreparedEvent } from './store/eventStore.js';
 import { KnexKeyStore } from './store/keyStore.js';
 import { PolicyVersionStore } from './store/policyVersionStore.js';
 import { openState } from './state/open.js';
@@ -144,11 +144,12 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         catalog: config.current,
         counters: state.counters,
         challenges: state.challenges,
-        record: (event) => committer.append(prepareEvent(event)),
+        // The runner commits (localRunner), as it does the thread's events.
+        record: async () => undefined,
         advisor: options.advisor ?? advisoryPort(newAdvisor()),
         challengeTtlMs,
       });
-      evaluations = localRunner(evaluator);
+      evaluations = localRunner(evaluator, (event) => committer.append(event));
     }
     metrics.evaluatesInThread.set(evaluationThread ? 1 : 0);
     const keys = new KeyRing(keyStore, settings.keyCacheMs);
@@ -167,7 +168,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       policyVersions,
       stream: { maxQueue: settings.events.streamMaxQueue, pageSize: 200, heartbeatMs: settings.events.streamHeartbeatMs, stallMs: 60_000, retryMs: 2000 },
     });
-    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, settings.maxBodyBytes), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics), eventsRouter]) {
+    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics), eventsRouter]) {
       app.use(router.routes());
     }
 

@@ -21,6 +21,8 @@ export interface Settings {
   commitMaxDelayMs: number;
   /** SQLite's synchronous setting for commits (TPS_SQLITE_SYNC): full survives power loss, normal a crashed process. */
   sqliteSync: SqliteSync;
+  /** A Server-Timing header on evaluate's answers (TPS_SERVER_TIMING): where the time went, for diagnosis and the benchmark. */
+  serverTiming: boolean;
   ai: { url?: string; model?: string; apiKey?: string; timeoutMs?: number };
   /** Hot reload (docs/policy-as-code.md): watch operations/ and rules/ (TPS_WATCH_CONFIG), debounced. SIGHUP reloads either way. */
   watchConfig: boolean;
@@ -82,6 +84,7 @@ export function readSettings(env: Env = process.env): Settings {
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
     commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
     sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),
+    serverTiming: bool(env, 'TPS_SERVER_TIMING', false),
     ai: {
       url: str(env, 'TPS_AI_URL'),
       model: str(env, 'TPS_AI_MODEL'),

@@ -1,5 +1,5 @@
 import type { Decision, EvaluateResponse } from '../api/types.js';
-import type { PreparedEvent } from '../store/eventWrites.js';
+import { prepareEvent, type PreparedEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
 import { storeUnavailable, type Evaluator } from './evaluator.js';
 import type { EvaluationThread } from './thread.js';
@@ -15,23 +15,38 @@ export interface Answer {
 // object the HTTP thread would copy and then serialize again.
 export const answerOf = (response: EvaluateResponse): Answer => ({ json: JSON.stringify(response), operationKey: response.operationKey, decision: response.decision });
 
+/** What a runner was handed, filled in as it goes (a Server-Timing header's source). */
+export interface EvaluationTiming {
+  /** performance.now() when the evaluation had its answer and the wait for the commit began. */
+  evaluated?: number;
+}
+
 /**
  * Where POST /api/evaluate's body goes: the evaluation thread (the default) or an Evaluator in this
  * thread (TPS_EVALUATE_THREAD=false). Either answers only once the event is committed.
  */
 export interface EvaluationRunner {
-  evaluate(environment: string, text: string): Promise<Answer>;
+  evaluate(environment: string, text: string, timing?: EvaluationTiming): Promise<Answer>;
 }
 
-export const threadRunner = (thread: EvaluationThread, commit: (event: PreparedEvent) => Promise<void>): EvaluationRunner => ({
-  async evaluate(environment, text) {
-    const { answer, event } = await thread.evaluate(environment, text);
+type Evaluate = (environment: string, text: string) => Promise<{ answer: Answer; event: PreparedEvent }>;
+type Commit = (event: PreparedEvent) => Promise<void>;
+
+/** Evaluates, then commits the event; the answer leaves only after its commit. */
+const runner = (evaluate: Evaluate, commit: Commit): EvaluationRunner => ({
+  async evaluate(environment, text, timing) {
+    const { answer, event } = await evaluate(environment, text);
+    if (timing) timing.evaluated = performance.now();
     await commit(event).catch(storeUnavailable);
     return answer;
   },
 });
 
-/** The evaluator's own `record` commits. */
-export const localRunner = (evaluator: Evaluator): EvaluationRunner => ({
-  evaluate: async (environment, text) => answerOf((await evaluateBody(evaluator, environment, text)).response),
-});
+export const threadRunner = (thread: EvaluationThread, commit: Commit): EvaluationRunner => runner((environment, text) => thread.evaluate(environment, text), commit);
+
+/** In this thread: the evaluator records nothing itself (its `record` a no-op), the runner commits. */
+export const localRunner = (evaluator: Evaluator, commit: Commit): EvaluationRunner =>
+  runner(async (environment, text) => {
+    const { response, event } = await evaluateBody(evaluator, environment, text);
+    return { answer: answerOf(response), event: prepareEvent(event) };
+  }, commit);

@@ -166,3 +166,57 @@ test('a burst of evaluations comes back from the thread in groups of at most eig
     await tps.close();
   }
 });
+
+// Server-Timing's parts, from a header such as `evaluate;dur=0.812, commit;dur=1.034, total;dur=1.846`.
+function timing(header: string | null): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of (header ?? '').split(',')) {
+    const m = /^\s*(\w+);dur=(\d+\.\d{3})\s*$/.exec(part);
+    if (m) out[m[1]!] = Number(m[2]);
+  }
+  return out;
+}
+
+// TPS_SERVER_TIMING splits an answer's time in TPS into the evaluation and the wait for its commit.
+// Another connection holds SQLite's write lock for a while, so the commit, and only the commit,
+// waits: a split that put the wait on the wrong side, or missed it, fails.
+for (const mode of ['true', 'false']) {
+  test(`TPS_SERVER_TIMING (TPS_EVALUATE_THREAD=${mode}) puts the wait for the commit under commit`, async (t) => {
+    const tps = await startTps({ env: { TPS_EVALUATE_THREAD: mode, TPS_SERVER_TIMING: 'true' } });
+    const plain = await startTps({ env: { TPS_EVALUATE_THREAD: mode } });
+    const sqlite3 = (await import('sqlite3')).default;
+    const holder = new sqlite3.Database(tps.databaseUrl.slice('sqlite:'.length));
+    const exec = (sql: string) => new Promise<void>((resolve, reject) => holder.exec(sql, (err) => (err ? reject(err) : resolve())));
+    try {
+      const quick = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+      t.is(quick.status, 200);
+      const q = timing(quick.headers.get('server-timing'));
+      t.deepEqual(Object.keys(q), ['evaluate', 'commit', 'total']);
+      t.true(Math.abs(q.evaluate! + q.commit! - q.total!) <= 0.002, JSON.stringify(q));
+
+      const HELD_MS = 300;
+      await exec('BEGIN IMMEDIATE');
+      const started = performance.now();
+      const release = new Promise((resolve) => setTimeout(resolve, HELD_MS)).then(() => exec('COMMIT'));
+      const held = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+      const roundTrip = performance.now() - started;
+      await release;
+      t.is(held.status, 200, JSON.stringify(held.body));
+      t.truthy(await tps.tps.events.get(tps.environment, held.body.telemetryId));
+      const h = timing(held.headers.get('server-timing'));
+      t.true(h.commit! >= HELD_MS * 0.8, `the commit waited for the lock: ${JSON.stringify(h)}`);
+      t.true(h.evaluate! < HELD_MS * 0.5, `the evaluation did not: ${JSON.stringify(h)}`);
+      t.true(h.total! <= roundTrip, `TPS's part fits in the client's round trip (${roundTrip} ms): ${JSON.stringify(h)}`);
+
+      // A client's mistake, and a service without the setting, send no such header.
+      t.is((await post(`${tps.url}/api/evaluate`, '{"operationKey": ', tps.secretKey)).headers.get('server-timing'), null);
+      const off = await post(`${plain.url}/api/evaluate`, samples.createCustomer(), plain.secretKey);
+      t.is(off.status, 200);
+      t.is(off.headers.get('server-timing'), null);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+      await tps.close();
+      await plain.close();
+    }
+  });
+}

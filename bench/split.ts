@@ -1,0 +1,74 @@
+/**
+ * Where a paced phase's answers spent their time, from the driver's clock and the server's
+ * Server-Timing header (TPS_SERVER_TIMING): for all answers, and for the slowest 1%, whether the
+ * tail is TPS's evaluation, its commit, or everything at once (a machine short of cores).
+ */
+
+/** Per answer, in milliseconds, index for index with the phase's latencies; NaN where a server sent no header. */
+export interface AnswerParts {
+  /** From the instant the request was due to the instant the driver wrote it. */
+  late: Float64Array;
+  evaluate: Float64Array;
+  commit: Float64Array;
+  /** The header's total: the evaluate handler's start to the answer's. */
+  total: Float64Array;
+}
+
+/** Means, in milliseconds: latency = driver + http + evaluation + commit. */
+export interface SplitMs {
+  answers: number;
+  latency: number;
+  /** The driver's own lateness in writing the request (its timer, or waiting for a core). */
+  driver: number;
+  /** Loopback, HTTP parsing, Koa's middleware and the key check, writing the answer, reading it. */
+  http: number;
+  /** Reading the body and evaluating (the evaluation thread's round trip, where there is one). */
+  evaluation: number;
+  /** Waiting for the group commit. */
+  commit: number;
+}
+
+export interface PhaseSplit {
+  all: SplitMs;
+  slowest: SplitMs;
+}
+
+export const newParts = (size: number): AnswerParts => ({ late: new Float64Array(size), evaluate: new Float64Array(size), commit: new Float64Array(size), total: new Float64Array(size) });
+
+const SERVER_TIMING = /(\w+);dur=([\d.]+)/g;
+
+/** Stores answer i's parts; `header` is its Server-Timing value, if any. */
+export function recordParts(parts: AnswerParts, i: number, late: number, header: string | undefined): void {
+  parts.late[i] = late;
+  const found: Record<string, number> = {};
+  for (const m of header?.matchAll(SERVER_TIMING) ?? []) found[m[1]!] = Number(m[2]);
+  parts.evaluate[i] = found.evaluate ?? NaN;
+  parts.commit[i] = found.commit ?? NaN;
+  parts.total[i] = found.total ?? NaN;
+}
+
+function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): SplitMs {
+  const sum = (f: (i: number) => number) => indexes.reduce((s, i) => s + f(i), 0) / indexes.length;
+  const round = (x: number) => Math.round(x * 100) / 100;
+  return {
+    answers: indexes.length,
+    latency: round(sum((i) => latencies[i]!)),
+    driver: round(sum((i) => parts.late[i]!)),
+    http: round(sum((i) => latencies[i]! - parts.late[i]! - parts.total[i]!)),
+    evaluation: round(sum((i) => parts.evaluate[i]!)),
+    commit: round(sum((i) => parts.commit[i]!)),
+  };
+}
+
+/** The split of all answers and of those at or above the p99; undefined unless every answer had the header. */
+export function phaseSplit(latencies: Float64Array, parts: AnswerParts): PhaseSplit | undefined {
+  const n = latencies.length;
+  if (n === 0 || parts.total.subarray(0, n).some(Number.isNaN)) return undefined;
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => latencies[a]! - latencies[b]!);
+  const p99 = order[Math.min(n - 1, Math.ceil(0.99 * n) - 1)]!;
+  const slowest = order.filter((i) => latencies[i]! >= latencies[p99]!);
+  return { all: mean(order, latencies, parts), slowest: mean(slowest, latencies, parts) };
+}
+
+export const describeSplit = (s: SplitMs) =>
+  `${s.latency} ms = driver ${s.driver} + HTTP ${s.http} + evaluation ${s.evaluation} + commit ${s.commit}`;
