@@ -71,7 +71,8 @@ function spawn(options: ThreadOptions): Worker {
 export class EvaluationThread {
   /** Undefined between a thread's end and its successor's start. */
   private worker: Worker | undefined;
-  private readonly pending = new Map<number, { resolve: (m: Reply) => void; reject: (err: Error) => void }>();
+  /** `evaluation`: an answer the reply-group metric counts (a reload's or a close's reply is not). */
+  private readonly pending = new Map<number, { resolve: (m: Reply) => void; reject: (err: Error) => void; evaluation: boolean }>();
   private nextId = 0;
   private closing = false;
   /** Settles once the first thread has compiled its configuration, or failed to. */
@@ -102,7 +103,7 @@ export class EvaluationThread {
           this.onReplies(m.replies.length);
           for (const r of m.replies) this.settle(r);
         } else {
-          if (m.type !== 'done') this.onReplies(1);
+          if (this.pending.get(m.id)?.evaluation) this.onReplies(1);
           this.settle(m);
         }
       });
@@ -140,7 +141,7 @@ export class EvaluationThread {
     const worker = this.worker;
     if (!worker) return Promise.reject(new Error('the evaluation thread is starting again'));
     return new Promise((resolve, reject) => {
-      this.pending.set(message.id, { resolve, reject });
+      this.pending.set(message.id, { resolve, reject, evaluation: message.type === 'evaluate' });
       worker.postMessage(message);
     });
   }
@@ -162,9 +163,10 @@ export class EvaluationThread {
 
   /** A new configuration: evaluations that already started finish on the one they read. */
   async setCatalog(source: LoadedConfig): Promise<void> {
-    this.options = { ...this.options, source };
     const m = await this.send({ type: 'catalog', id: this.nextId++, source });
     if (m.type === 'failed') throw new ThreadFailure(m.error);
+    // Only a source the thread took: a successor must not start from one it refused.
+    this.options = { ...this.options, source };
   }
 
   async close(): Promise<void> {

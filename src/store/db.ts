@@ -4,13 +4,14 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import type { SqliteSync } from '../config/env.js';
 import { checkpointer } from './checkpointer.js';
+import { dialectOf, type Dialect } from './dialect.js';
 import { migrationSource } from './migrations.js';
 import { finalizeStatements } from './sqliteStatements.js';
 
 // bigint columns (seq, timestamps) fit in a double; read them as numbers, not strings.
 pg.types.setTypeParser(20, (value) => Number(value));
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect };
 
 export interface Database {
   knex: Knex;
@@ -138,8 +139,8 @@ function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['o
 
 /** A Database over a knex instance that someone else owns and closes (knex seeds are handed only knex). */
 export function databaseOf(knex: Knex): Database {
-  const sqlite = knex.client.config.client !== 'pg';
-  return { knex, reader: knex, dialect: sqlite ? 'sqlite' : 'postgres', describe: sqlite ? 'sqlite' : 'postgres', close: async () => undefined };
+  const dialect = dialectOf(knex);
+  return { knex, reader: knex, dialect, describe: dialect, close: async () => undefined };
 }
 
 function openPostgres(url: string): Database {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { EventFilters } from '../api/types.js';
 import type { StoredEvent } from './eventStore.js';
+import { dialectOf } from './dialect.js';
 import { withReason } from './reasonIndex.js';
 
 /**
@@ -38,7 +39,7 @@ const EQUALITY = Object.keys(COLUMNS) as (keyof typeof COLUMNS)[];
  * actor's, else the resource's, walked newest first, the other filters tested on its rows.
  */
 export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean, facets?: readonly number[]): Knex.QueryBuilder {
-  const sqlite = knex.client.config.client !== 'pg';
+  const sqlite = dialectOf(knex) === 'sqlite';
   const driver = sqlite && ordered ? IDENTIFIERS.find((key) => f[key] !== undefined) : undefined;
   const q = driver ? knex.select('e.*').from(knex.raw('?? as e indexed by ??', ['events', `events_env_${COLUMNS[driver]}_seq`])) : knex.select('e.*').from('events as e');
   q.where('e.environment', environment);

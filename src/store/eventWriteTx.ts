@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type pg from 'pg';
 import type sqlite3 from 'sqlite3';
+import { dialectOf } from './dialect.js';
 import { EVENT_COLUMNS, type EventRow } from './eventRows.js';
 import { FACET_COLUMNS, type Facet } from './facets.js';
 import { hash32 } from './reasonIndex.js';
@@ -175,7 +176,7 @@ async function dropBatches(conn: sqlite3.Database): Promise<void> {
  * write makes it again, for the schema then in place.
  */
 export async function dropEventBatches(knex: Knex): Promise<void> {
-  if (knex.client.config.client !== 'sqlite3') return;
+  if (dialectOf(knex) !== 'sqlite') return;
   const conn = (await knex.client.acquireConnection()) as sqlite3.Database;
   try {
     await dropBatches(conn);

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { dialectOf } from './dialect.js';
 import { dropEventBatches } from './eventWriteTx.js';
 import { decodeExplanation } from './explanationCodec.js';
 import { reasonKeys } from './reasonIndex.js';
@@ -29,7 +30,7 @@ const FACET_COLUMNS = ['environment', 'operation_key', 'resource_type', 'decisio
  * would take hours on a store of millions.
  */
 async function setBySeq(knex: Knex, column: string, rows: readonly (readonly [number, unknown])[], value: (element: string) => string): Promise<void> {
-  const sqlite = knex.client.config.client === 'sqlite3';
+  const sqlite = dialectOf(knex) === 'sqlite';
   const from = sqlite ? 'json_each(?) AS j' : 'jsonb_array_elements(?::jsonb) AS j(value)';
   const seq = sqlite ? 'j.value->>0' : '(j.value->>0)::bigint';
   await knex.raw(`UPDATE events SET ?? = ${value('j.value')} FROM ${from} WHERE events.seq = ${seq}`, [column, JSON.stringify(rows)]);
@@ -93,7 +94,7 @@ const migrations: Migration[] = [
     // the reason filter; the explanation moves to a compressed column (explanationCodec.ts).
     name: '002_event_search',
     async up(knex) {
-      const sqlite = knex.client.config.client === 'sqlite3';
+      const sqlite = dialectOf(knex) === 'sqlite';
       await knex.schema.alterTable('events', (t) => {
         t.binary('explanation_z');
         for (const column of sqlite ? [...SEARCH_COLUMNS, ...ENUM_COLUMNS.map(([c]) => c)] : SEARCH_COLUMNS) t.index(['environment', column, 'seq'], `events_env_${column}_seq`);
@@ -143,7 +144,7 @@ const migrations: Migration[] = [
       }
     },
     async down(knex) {
-      const sqlite = knex.client.config.client === 'sqlite3';
+      const sqlite = dialectOf(knex) === 'sqlite';
       // Events stored since keep their explanation only compressed: back to the text column first,
       // or dropping explanation_z would lose it.
       for (let after = 0; ; ) {
@@ -193,7 +194,7 @@ const migrations: Migration[] = [
     // per column. Any combination of them becomes a list of facet ids, read newest first.
     name: '004_event_facets',
     async up(knex) {
-      const sqlite = knex.client.config.client === 'sqlite3';
+      const sqlite = dialectOf(knex) === 'sqlite';
       await knex.schema.createTable('event_facets', (t) => {
         t.increments('id').primary();
         t.string('environment', 64).notNullable();
@@ -228,7 +229,7 @@ const migrations: Migration[] = [
       await knex.raw('ALTER TABLE event_reasons_004 RENAME TO event_reasons');
     },
     async down(knex) {
-      const sqlite = knex.client.config.client === 'sqlite3';
+      const sqlite = dialectOf(knex) === 'sqlite';
       await knex.schema.alterTable('events', (t) => {
         for (const column of sqlite ? FACET_COLUMNS.slice(1) : ['operation_key', 'resource_type']) t.index(['environment', column, 'seq'], `events_env_${column}_seq`);
       });

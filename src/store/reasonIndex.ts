@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { dialectOf } from './dialect.js';
 
 /**
  * The reason filter's index. An event has several reasons, so no plain column index serves "has
@@ -34,7 +35,7 @@ export function withReason(q: Knex.QueryBuilder, environment: string, reason: st
 
 /** The stored reasons (JSON text) hold the code. */
 export function hasReason(q: Knex.QueryBuilder, reason: string, prefix = ''): Knex.QueryBuilder {
-  const find = q.client.config.client === 'pg' ? 'strpos' : 'instr';
+  const find = dialectOf(q) === 'postgres' ? 'strpos' : 'instr';
   return q.whereRaw(`${find}(${prefix}reasons, ?) > 0`, [JSON.stringify(reason)]);
 }
 

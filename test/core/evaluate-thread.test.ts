@@ -167,6 +167,29 @@ test('a burst of evaluations comes back from the thread in groups of at most eig
   }
 });
 
+// The histogram counts answers: a reload's reply, even the rare one that fails, is not one.
+test('a reload the thread refuses counts in no reply group, and a successor starts from the source before it', async (t) => {
+  const tps = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });
+  try {
+    const thread = tps.tps.evaluationThread!;
+    const before = await replyGroups(tps);
+    // A source the thread cannot compile: its reply to the reload is `failed`.
+    await t.throwsAsync(thread.setCatalog({ operations: null } as never));
+    t.deepEqual(since(before, await replyGroups(tps)), { messages: 0, answers: 0, upTo7: 0, upTo8: 0 });
+    t.is((await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey)).status, 200);
+    t.like(since(before, await replyGroups(tps)), { messages: 1, answers: 1 });
+    // A successor starts from the last source the thread took, not the one it refused.
+    await thread.kill();
+    let status = 0;
+    for (const deadline = Date.now() + 5000; status !== 200 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+      status = (await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey)).status;
+    }
+    t.is(status, 200);
+  } finally {
+    await tps.close();
+  }
+});
+
 // Server-Timing's parts, from a header such as `evaluate;dur=0.812, commit;dur=1.034, total;dur=1.846`.
 function timing(header: string | null): Record<string, number> {
   const out: Record<string, number> = {};
