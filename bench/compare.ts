@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readRun } from './table.js';
+import type { PhaseSplit, SplitMs } from './split.js';
+import { readRun, type RunOutput } from './table.js';
 
 /**
  * `npm run bench:compare`: two builds or two settings through `bench/run.ts`, alternated in pairs
@@ -41,13 +42,27 @@ const describe = (s: Side) => [path.relative(ROOT, s.server) || s.server, ...Obj
 const FULL = ['evaluate (mix, max rate)'];
 const PACED = ['evaluate (50% of max, paced)', 'evaluate (fixed rate, paced)'];
 
-/** The figures compared, the rows and column each is read from, and which way is better. */
+/** A figure from the table: the first of `phases` that ran, its `column`, read by `parse`. */
+const cell =
+  (phases: readonly string[], column: string, parse: (text: string) => number = Number.parseFloat) =>
+  (run: RunOutput): number | undefined => {
+    const row = phases.map((phase) => run.rows.get(phase)).find(Boolean);
+    return row?.[column] === undefined ? undefined : parse(row[column]!);
+  };
+/** A part of the 50% phase's slowest 1%, from the JSON's split (bench/split.ts). */
+const slowest = (part: keyof SplitMs) => (run: RunOutput) => (run.summary.evaluateHalfLoadSplitMs as PhaseSplit | null | undefined)?.slowest[part];
+
+/** The figures compared, where each is read from, and which way is better. */
 const METRICS = [
-  { key: 'evaluateRps', label: 'evaluate req/s', phases: FULL, column: 'req/s', higherIsBetter: true },
-  { key: 'evaluateCpuUs', label: 'evaluate CPU µs/answer', phases: FULL, column: 'server CPU µs/req', higherIsBetter: false },
-  { key: 'evaluateSwitches', label: 'evaluate switches/answer', phases: FULL, column: 'switches/req', higherIsBetter: false },
-  { key: 'halfLoadP99Ms', label: '50% p99 ms', phases: PACED, column: 'p99 ms', higherIsBetter: false },
-  { key: 'halfLoadCpuUs', label: '50% CPU µs/answer', phases: PACED, column: 'server CPU µs/req', higherIsBetter: false },
+  { key: 'evaluateRps', label: 'evaluate req/s', read: cell(FULL, 'req/s'), higherIsBetter: true },
+  { key: 'evaluateCpuUs', label: 'evaluate CPU µs/answer', read: cell(FULL, 'server CPU µs/req'), higherIsBetter: false },
+  { key: 'evaluateSwitches', label: 'evaluate switches/answer', read: cell(FULL, 'switches/req'), higherIsBetter: false },
+  { key: 'halfLoadP99Ms', label: '50% p99 ms', read: cell(PACED, 'p99 ms'), higherIsBetter: false },
+  { key: 'halfLoadCpuUs', label: '50% CPU µs/answer', read: cell(PACED, 'server CPU µs/req'), higherIsBetter: false },
+  // "2 × 4.87": the catch-up's mean, what the commits queued behind it waited for.
+  { key: 'halfLoadCatchUpMs', label: '50% catch-up ms', read: cell(PACED, 'checkpoints/s × ms', (text) => Number.parseFloat(text.split('×')[1] ?? '')), higherIsBetter: false },
+  { key: 'halfLoadSlowestEvaluationMs', label: '50% slowest 1%: evaluation ms', read: slowest('evaluation'), higherIsBetter: false },
+  { key: 'halfLoadSlowestCommitMs', label: '50% slowest 1%: commit ms', read: slowest('commit'), higherIsBetter: false },
 ] as const;
 type Figures = Partial<Record<(typeof METRICS)[number]['key'], number>>;
 
@@ -63,12 +78,11 @@ function runOnce(s: Side, env: Record<string, string>): Promise<Figures> {
     child.once('error', reject);
     child.once('exit', (code) => {
       if (code !== 0) return reject(new Error(`the run of ${s.name} (${describe(s)}) failed with exit code ${code}`));
-      const { rows } = readRun(stdout);
+      const run = readRun(stdout);
       const figures: Figures = {};
       for (const m of METRICS) {
-        const row = m.phases.map((phase) => rows.get(phase)).find(Boolean);
-        const value = Number.parseFloat(row?.[m.column] ?? '');
-        if (Number.isFinite(value)) figures[m.key] = value;
+        const value = m.read(run);
+        if (value !== undefined && Number.isFinite(value)) figures[m.key] = value;
       }
       resolve(figures);
     });

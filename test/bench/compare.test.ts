@@ -41,7 +41,16 @@ test('bench:compare runs A and B alternately with their own settings and reports
   t.is(summary.pairs, 1);
   t.true(summary.b.endsWith('TPS_EVALUATE_THREAD=false'), summary.b);
   t.true(summary.pacedRate > 0);
-  t.deepEqual(Object.keys(summary.metrics), ['evaluateRps', 'evaluateCpuUs', 'evaluateSwitches', 'halfLoadP99Ms', 'halfLoadCpuUs']);
+  t.deepEqual(Object.keys(summary.metrics), [
+    'evaluateRps',
+    'evaluateCpuUs',
+    'evaluateSwitches',
+    'halfLoadP99Ms',
+    'halfLoadCpuUs',
+    'halfLoadCatchUpMs',
+    'halfLoadSlowestEvaluationMs',
+    'halfLoadSlowestCommitMs',
+  ]);
   for (const [key, m] of Object.entries(summary.metrics)) {
     t.true(m.a.length === 1 && m.b.length === 1 && m.a[0]! > 0 && m.b[0]! > 0, `${key}: ${JSON.stringify(m)}`);
     t.is(m.ratios[0], Math.round((m.b[0]! / m.a[0]!) * 1000) / 1000, key);
