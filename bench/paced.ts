@@ -71,8 +71,7 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       if (status >= 200 && status < 300) {
         recordParts(parts, ok, c.sentAt - c.due, /\r\nserver-timing:([^\r]*)/i.exec(head)?.[1]);
         latencies[ok++] = now() - c.due;
-      }
-      else failed++;
+      } else failed++;
       c.busy = false;
       if (++answered === total) return finish();
       const due = waiting.shift();

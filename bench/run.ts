@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
-import { describeSplit, phaseSplit, type PhaseSplit } from './split.js';
+import { describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
 import { contextSwitches, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
@@ -141,8 +141,9 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
 
 function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; otherCores: number; writtenKb: number; figures?: PhaseFigures }, record = true): Row {
   const { cpuUs, switches, otherCores, writtenKb, figures } = meter;
-  const sorted = m.latencies.sort();
-  const pct = (p: number) => (sorted.length ? round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : NaN);
+  // A sorted copy: the paced phases' parts (split.ts) are matched to the latencies by index.
+  const sorted = m.latencies.slice().sort();
+  const pct = (p: number) => (sorted.length ? round(sorted[nearestRank(sorted.length, p)]!) : NaN);
   const row: Row = {
     phase,
     rate,
@@ -224,7 +225,6 @@ async function drivePaced(phase: string, serverPid: number, port: number, secret
     log(`  warm-up: ${warmed} answers at ${rate}/s`);
   }
   const { result, ...meter } = await metered(serverPid, `http://127.0.0.1:${port}`, () => paced(port, requests, rate, cfg.seconds));
-  // Before summarize sorts the latencies, which the parts are matched to by index.
   const split = phaseSplit(result.latencies, result.parts);
   const row = summarize(phase, `${rate}/s`, result, meter);
   if (split) row.split = split;

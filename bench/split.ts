@@ -33,6 +33,9 @@ export interface PhaseSplit {
   slowest: SplitMs;
 }
 
+/** The index, in ascending order, of the p-th percentile of n values (nearest rank): the table's and the split's. */
+export const nearestRank = (n: number, p: number) => Math.min(n - 1, Math.ceil((p / 100) * n) - 1);
+
 export const newParts = (size: number): AnswerParts => ({ late: new Float64Array(size), evaluate: new Float64Array(size), commit: new Float64Array(size), total: new Float64Array(size) });
 
 const SERVER_TIMING = /(\w+);dur=([\d.]+)/g;
@@ -65,7 +68,7 @@ export function phaseSplit(latencies: Float64Array, parts: AnswerParts): PhaseSp
   const n = latencies.length;
   if (n === 0 || parts.total.subarray(0, n).some(Number.isNaN)) return undefined;
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => latencies[a]! - latencies[b]!);
-  const p99 = order[Math.min(n - 1, Math.ceil(0.99 * n) - 1)]!;
+  const p99 = order[nearestRank(n, 99)]!;
   const slowest = order.filter((i) => latencies[i]! >= latencies[p99]!);
   return { all: mean(order, latencies, parts), slowest: mean(slowest, latencies, parts) };
 }

@@ -144,8 +144,6 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         catalog: config.current,
         counters: state.counters,
         challenges: state.challenges,
-        // The runner commits (localRunner), as it does the thread's events.
-        record: async () => undefined,
         advisor: options.advisor ?? advisoryPort(newAdvisor()),
         challengeTtlMs,
       });

@@ -25,8 +25,11 @@ export interface EvaluatorDeps {
   catalog(): Catalog;
   counters: VelocityCounter;
   challenges: ChallengeStore;
-  /** Resolves once the event is committed. */
-  record(event: EventRecord): Promise<void>;
+  /**
+   * Resolves once the event is committed. Absent where the caller commits the event it is handed
+   * back (the evaluate route's runners, src/evaluate/runner.ts), so no call is made for nothing.
+   */
+  record?(event: EventRecord): Promise<void>;
   advisor?: AdvisoryPort;
   challengeTtlMs: number;
   now?: () => number;
@@ -83,7 +86,7 @@ export class Evaluator {
     const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprintOf(), outcome, telemetryId, nowMs) : undefined;
     const response = this.respond(operation, policy, outcome, telemetryId, issued, ai);
     const event = this.toEvent({ environment, req, operation, policy, facts, velocity, risk, run, outcome, monitor: monitored?.monitor, telemetryId, issued, ai, challenge, nowMs });
-    await this.deps.record(event).catch(storeUnavailable);
+    if (this.deps.record) await this.deps.record(event).catch(storeUnavailable);
     return { response, event };
   }
 

@@ -44,7 +44,7 @@ const runner = (evaluate: Evaluate, commit: Commit): EvaluationRunner => ({
 
 export const threadRunner = (thread: EvaluationThread, commit: Commit): EvaluationRunner => runner((environment, text) => thread.evaluate(environment, text), commit);
 
-/** In this thread: the evaluator records nothing itself (its `record` a no-op), the runner commits. */
+/** In this thread: the evaluator has no `record` of its own; the runner commits, as for the thread. */
 export const localRunner = (evaluator: Evaluator, commit: Commit): EvaluationRunner =>
   runner(async (environment, text) => {
     const { response, event } = await evaluateBody(evaluator, environment, text);

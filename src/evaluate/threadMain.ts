@@ -36,13 +36,12 @@ const advisor: Pick<Advisor, 'assess'> = {
     }),
 };
 
-// `record` is the main thread's: each evaluation's event goes back with its answer, and the main
-// thread commits it before answering.
+// No `record`: each evaluation's event goes back with its answer, and the main thread commits it
+// before answering.
 const evaluator = new Evaluator({
   catalog: () => catalog,
   counters: state.counters,
   challenges: state.challenges,
-  record: async () => undefined,
   advisor: advisoryPort(advisor),
   challengeTtlMs: options.challengeTtlMs,
 });

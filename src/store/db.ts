@@ -11,8 +11,6 @@ import { finalizeStatements } from './sqliteStatements.js';
 // bigint columns (seq, timestamps) fit in a double; read them as numbers, not strings.
 pg.types.setTypeParser(20, (value) => Number(value));
 
-export type { Dialect };
-
 export interface Database {
   knex: Knex;
   /**

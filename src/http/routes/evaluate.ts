@@ -9,7 +9,7 @@ import type { Middleware, TpsState } from '../middleware.js';
  * `evaluate` to the evaluation's answer (reading the body, and the evaluation thread's round trip
  * when there is one), `commit` the wait for the group commit after it, `total` both.
  */
-export function serverTiming(start: number, evaluated: number, end: number): string {
+function serverTiming(start: number, evaluated: number, end: number): string {
   const ms = (d: number) => d.toFixed(3);
   return `evaluate;dur=${ms(evaluated - start)}, commit;dur=${ms(end - evaluated)}, total;dur=${ms(end - start)}`;
 }
