@@ -3,7 +3,8 @@ import { Engine, type RuleProperties } from 'json-rules-engine';
 import { stringify } from 'safe-stable-stringify';
 import type { ChallengeType, Decision, Redaction } from '../api/types.js';
 import { compileSignal, type CompiledSignal } from '../risk/signals.js';
-import { leaf, toTopLevel } from './conditions.js';
+import { factsOf, leaf, toTopLevel } from './conditions.js';
+import { above, missingOrAbove, noneIn, type DirectCheck } from './direct.js';
 import type { AiSpec, ConditionSpec, Mode, PolicySpec, SignalSpec } from './schema.js';
 
 export interface Thresholds {
@@ -25,11 +26,12 @@ export interface CompiledRule {
   builtIn: boolean;
   conditions: ReturnType<typeof toTopLevel>;
   /**
-   * A score threshold rule: its conditions say `risk.score >= scoreAtLeast`, and runPolicy checks
-   * that directly. A comparison is not rule-shaped, and the engine's per-rule cost (it deep-clones
-   * each rule's conditions on every run) was most of a run for policies with few rules.
+   * A shorthand's comparison, which runPolicy checks directly (direct.ts) with the meaning of
+   * `conditions`: a comparison is not rule-shaped, and the engine's fixed and per-rule costs (it
+   * deep-clones each rule's conditions on every run) were most of a run for policies with few rules.
+   * Rules written under rules: have none and run in the engine.
    */
-  scoreAtLeast?: number;
+  check?: DirectCheck;
 }
 
 /** A policy as it runs: built once per configuration version, shared by every request. */
@@ -45,8 +47,10 @@ export interface CompiledPolicy {
   ai?: AiSpec;
   /** monitor: the service answers allow and records what this policy would have decided. */
   mode: Mode;
-  /** The engine of the rules that are not score thresholds; null when there are none. */
+  /** The engine of the rules written under rules:; null when there are none. */
   engine: Engine | null;
+  /** The facts the engine's rules read: only those are handed to a run. */
+  engineFacts: string[];
   /** The JSON that the version id hashes: what a reviewer reads, what policy_versions keeps. */
   compiled: Record<string, unknown>;
 }
@@ -80,7 +84,7 @@ function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, threshol
     rules.push({ name, decision, reason, builtIn: true, conditions: toTopLevel(when), ...extra });
 
   if (spec.requireRoles) {
-    add('require-roles', 'deny', 'policy_role_required', leaf('actor.roles', 'not:someFact:in', spec.requireRoles));
+    add('require-roles', 'deny', 'policy_role_required', leaf('actor.roles', 'not:someFact:in', spec.requireRoles), { check: noneIn('actor', 'roles', spec.requireRoles) });
   }
   const human = spec.requireRecentHumanSignal;
   if (human) {
@@ -90,23 +94,27 @@ function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, threshol
       action === 'deny' ? 'deny' : 'step_up_required',
       'policy_recent_human_signal_required',
       { any: [leaf('session.humanSignalAgeSeconds', 'exists', false), leaf('session.humanSignalAgeSeconds', 'greaterThan', human.maxAgeSeconds)] },
-      action === 'deny' ? {} : { challenge: stepUpChallenge },
+      { check: missingOrAbove('session', 'humanSignalAgeSeconds', human.maxAgeSeconds), ...(action === 'deny' ? {} : { challenge: stepUpChallenge }) },
     );
   }
   const retryAfterSeconds = spec.throttle?.retryAfterSeconds ?? DEFAULT_THROTTLE_RETRY_SECONDS;
   if (spec.throttle?.velocityWindowCount !== undefined) {
-    add('caller-velocity-limit', 'throttle', 'velocity_limit_exceeded', leaf('metadata.velocityWindowCount', 'greaterThan', spec.throttle.velocityWindowCount), { retryAfterSeconds });
+    const max = spec.throttle.velocityWindowCount;
+    add('caller-velocity-limit', 'throttle', 'velocity_limit_exceeded', leaf('metadata.velocityWindowCount', 'greaterThan', max), { retryAfterSeconds, check: above('metadata', 'velocityWindowCount', max) });
   }
-  if (spec.throttle?.serviceWindow) {
-    add('service-velocity-limit', 'throttle', 'service_velocity_limit_exceeded', leaf('velocity.serviceCount', 'greaterThan', spec.throttle.serviceWindow.max), {
-      retryAfterSeconds: Math.min(retryAfterSeconds, spec.throttle.serviceWindow.seconds),
+  const window = spec.throttle?.serviceWindow;
+  if (window) {
+    add('service-velocity-limit', 'throttle', 'service_velocity_limit_exceeded', leaf('velocity.serviceCount', 'greaterThan', window.max), {
+      retryAfterSeconds: Math.min(retryAfterSeconds, window.seconds),
+      check: above('velocity', 'serviceCount', window.max),
     });
   }
-  if (thresholds.deny !== undefined) add('score-deny', 'deny', 'score_deny_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.deny), { scoreAtLeast: thresholds.deny });
-  if (thresholds.stepUp !== undefined) {
-    add('score-step-up', 'step_up_required', 'score_step_up_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.stepUp), {
+  const { deny, stepUp } = thresholds;
+  if (deny !== undefined) add('score-deny', 'deny', 'score_deny_threshold', leaf('risk.score', 'greaterThanInclusive', deny), { check: above('risk', 'score', deny, true) });
+  if (stepUp !== undefined) {
+    add('score-step-up', 'step_up_required', 'score_step_up_threshold', leaf('risk.score', 'greaterThanInclusive', stepUp), {
       challenge: stepUpChallenge,
-      scoreAtLeast: thresholds.stepUp,
+      check: above('risk', 'score', stepUp, true),
     });
   }
   return rules;
@@ -147,7 +155,7 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
 
   // The engine's copy of a rule names only its index: json-rules-engine deep-clones a rule's event
   // and resolves each of its params on every run, and runPolicy reads nothing else.
-  const engineRules = rules.flatMap((r, index) => (r.scoreAtLeast === undefined ? [{ conditions: r.conditions, event: { type: r.decision, params: { index } } }] : []));
+  const engineRules = rules.flatMap((r, index) => (r.check ? [] : [{ conditions: r.conditions, event: { type: r.decision, params: { index } } }]));
   const engine = engineRules.length ? newEngine() : null;
   for (const rule of engineRules) engine!.addRule(rule);
   return {
@@ -162,12 +170,13 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
     ai: spec.ai,
     mode: (spec.mode ?? 'enforce') as Mode,
     engine,
+    engineFacts: [...new Set(engineRules.flatMap((r) => factsOf(r.conditions)))],
     compiled: JSON.parse(stringify(compiled) ?? '{}'),
   };
 }
 
 function toEngineRule(rule: CompiledRule, index: number): RuleProperties {
-  const { conditions, builtIn: _builtIn, scoreAtLeast: _scoreAtLeast, ...outcome } = rule;
+  const { conditions, builtIn: _builtIn, check: _check, ...outcome } = rule;
   return { name: rule.name, conditions, event: { type: rule.decision, params: { index, ...outcome } } };
 }
 

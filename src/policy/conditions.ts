@@ -19,3 +19,12 @@ export function toTopLevel(spec: ConditionSpec | undefined): TopLevelCondition {
 }
 
 export const leaf = (fact: string, operator: string, value: unknown): ConditionSpec => ({ fact, operator, value });
+
+/** The root facts a condition reads, its leaves' and any fact a value refers to (`value: { fact }`). */
+export function factsOf(condition: unknown): string[] {
+  if (condition === null || typeof condition !== 'object') return [];
+  if (Array.isArray(condition)) return condition.flatMap(factsOf);
+  const c = condition as Record<string, unknown>;
+  const own = typeof c.fact === 'string' ? [c.fact] : [];
+  return [...own, ...factsOf(c.all), ...factsOf(c.any), ...factsOf(c.not), ...factsOf(c.value)];
+}

@@ -19,17 +19,16 @@ const UNCACHED = { cache: false };
 /** Runs the policy's json-rules-engine over the facts; the policy's own engine, built at compile. */
 export async function runPolicy(policy: CompiledPolicy, facts: PolicyFacts): Promise<PolicyRun> {
   const firedIdx = new Set<number>();
-  // Score thresholds are checked here (CompiledRule.scoreAtLeast); an engine may hold no rule at all.
+  // Shorthands are checked here (CompiledRule.check); a policy may need no engine at all.
   if (policy.engine) {
     const runtime: Record<string, Fact> = {};
-    for (const id in facts) runtime[id] = new Fact(id, facts[id], UNCACHED);
+    for (const id of policy.engineFacts) if (id in facts) runtime[id] = new Fact(id, facts[id], UNCACHED);
     const { results } = await policy.engine.run(runtime);
     for (const r of results) firedIdx.add((r.event!.params as { index: number }).index);
   }
-  const score = (facts.risk as { score?: unknown } | undefined)?.score;
   const fired: CompiledRule[] = [];
   const outcomes: RuleOutcome[] = policy.rules.map((rule, i) => {
-    const hit = rule.scoreAtLeast === undefined ? firedIdx.has(i) : typeof score === 'number' && score >= rule.scoreAtLeast;
+    const hit = rule.check ? rule.check(facts) : firedIdx.has(i);
     if (hit) fired.push(rule);
     return { name: rule.name, fired: hit, decision: rule.decision, reason: rule.reason };
   });
