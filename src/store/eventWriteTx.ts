@@ -269,27 +269,55 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
  * reads the snapshot of its start: one that waited for the lock inside itself would compute time
  * marks without the last writer's.
  */
-function postgresInsert(ignoreConflicts: boolean): (json: string) => string {
+function postgresInsert(ignoreConflicts: boolean, select = 'SELECT seq, environment, telemetry_id FROM e'): (json: string) => string {
   const rest = `e AS (${POSTGRES_SQL.insertEvents('batch', ignoreConflicts)} RETURNING seq, environment, telemetry_id, created_at, facet),
     reasons AS (INSERT INTO event_reasons (key, facet, seq) SELECT k.value::integer, e.facet, e.seq
       ${POSTGRES_SQL.addedReasons('batch', 'e', (keys) => `LATERAL jsonb_array_elements_text(${keys}) AS k(value)`)}),
     marks AS (${marksUpsertSql('e', POSTGRES.bucket)})
-    SELECT seq, environment, telemetry_id FROM e`;
+    ${select}`;
   return (json) => `WITH batch AS (SELECT value FROM ${POSTGRES.rows(json)}), ${rest}`;
 }
 const POSTGRES_INSERT = { strict: postgresInsert(false), ignoring: postgresInsert(true) };
 const POSTGRES_BOUND = { strict: POSTGRES_INSERT.strict('?'), ignoring: POSTGRES_INSERT.ignoring('?') };
 
 /**
+ * The evaluate path's commit as a function of the writer connection's session (pg_temp, as SQLite's
+ * event_batches is TEMP, and built from the same column lists): the writers' lock, then the insert.
+ * Sent as text, that insert is planned anew each time, 3.4 ms of the 4–5 a batch of 24 took on the
+ * eighteenth round's VM; PL/pgSQL keeps its plan, generic since no value of the batch changes it
+ * (1.2–2.3 ms a batch). A VOLATILE function's statement reads a snapshot taken at its own start,
+ * so the insert, after the lock, sees the last writer's commit, as the two statements did.
+ */
+const PG_INSERT_FUNCTION = 'pg_temp.tps_insert_events';
+const pgInsertFunction = (lock: string) => `CREATE OR REPLACE FUNCTION ${PG_INSERT_FUNCTION}(batch_json jsonb) RETURNS SETOF bigint
+  LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $tps$
+  BEGIN
+    PERFORM ${lock};
+    RETURN QUERY ${postgresInsert(false, 'SELECT count(*) FROM e')('batch_json')};
+  END $tps$`;
+const UNDEFINED_FUNCTION = '42883';
+
+/**
  * PostgreSQL: a knex transaction that first takes the writers' lock (group commit makes it one per
- * batch). insertAlone sends the lock and the insert as one simple query, which PostgreSQL runs as
- * one transaction, statement after statement: one round trip, where a knex transaction takes four.
- * The batch travels there as a literal, quoted by the driver's escapeLiteral, since the simple
- * protocol binds no parameters.
+ * batch). insertAlone calls the writer session's function (PG_INSERT_FUNCTION), made on each
+ * connection's first commit, with the batch as a parameter: one round trip, where a knex
+ * transaction takes four. Where the function cannot be made or is gone (a pooler that does not
+ * keep sessions), that connection sends the lock and the insert as one simple query instead, which
+ * PostgreSQL runs as one transaction, the batch as a literal quoted by the driver's escapeLiteral.
  */
 export function postgresEventWriter(knex: Knex): EventWriter {
   const config = knex.client.config as { searchPath?: string[] };
-  const lockSql = `SELECT pg_advisory_xact_lock(${WRITER_LOCK_CLASS}, ${hash32(config.searchPath?.[0] ?? 'public')})`;
+  const lock = `pg_advisory_xact_lock(${WRITER_LOCK_CLASS}, ${hash32(config.searchPath?.[0] ?? 'public')})`;
+  const lockSql = `SELECT ${lock}`;
+  const createFunction = pgInsertFunction(lock);
+  // Per connection: the function made (true), or not to be used there (false).
+  const functions = new WeakMap<pg.Client, Promise<boolean>>();
+  const hasFunction = (conn: pg.Client) => {
+    let made = functions.get(conn);
+    if (!made) functions.set(conn, (made = conn.query(createFunction).then(() => true, () => false)));
+    return made;
+  };
+  const literalInsert = (conn: pg.Client, rows: readonly EventInsert[]) => conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
   return {
     transaction: (work) =>
       knex.transaction(async (trx) => {
@@ -306,7 +334,14 @@ export function postgresEventWriter(knex: Knex): EventWriter {
       // The raw connection, not knex.raw: knex would take any ? inside the literal for a placeholder.
       const conn = (await knex.client.acquireConnection()) as pg.Client;
       try {
-        await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
+        if (!(await hasFunction(conn))) return void (await literalInsert(conn, rows));
+        try {
+          await conn.query(`SELECT ${PG_INSERT_FUNCTION}($1)`, [eventsJson(rows)]);
+        } catch (err) {
+          if ((err as { code?: string }).code !== UNDEFINED_FUNCTION) throw err;
+          functions.set(conn, Promise.resolve(false));
+          await literalInsert(conn, rows);
+        }
       } finally {
         knex.client.releaseConnection(conn);
       }

@@ -386,6 +386,39 @@ test('the SSE parser reads ids, multi-line data, comments and CRLF split across 
   ]);
 });
 
+test('[postgres] a writer connection commits through its session function, and without it through the plain statement', async (t) => {
+  const fresh = freshDatabase('postgres');
+  const db = await openDatabase(fresh.url);
+  // One connection, so the writer's session is the one these queries look into.
+  const url = new URL(fresh.url);
+  const schema = url.searchParams.get('schema')!;
+  url.searchParams.delete('schema');
+  const single = knexFactory({ client: 'pg', connection: url.toString(), searchPath: [schema], pool: { min: 1, max: 1 } });
+  try {
+    const events = new KnexEventStore({ ...db, knex: single, reader: single });
+    const made = async () => ((await single.raw("SELECT to_regprocedure('pg_temp.tps_insert_events(jsonb)') IS NOT NULL AS made")).rows as { made: boolean }[])[0]!.made;
+    const [a, b, c] = generateEvents('session', 3, Date.now());
+    t.false(await made());
+    await events.insertBatch([a!]);
+    t.true(await made(), 'made by the first commit');
+    // The next commit goes through it: one that refuses fails the batch.
+    await single.raw("CREATE OR REPLACE FUNCTION pg_temp.tps_insert_events(batch_json jsonb) RETURNS SETOF bigint LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'refused here'; END $f$");
+    await t.throwsAsync(events.insertBatch([b!]), { message: /refused here/ });
+    await single.raw('DROP FUNCTION pg_temp.tps_insert_events(jsonb)');
+    await events.insertBatch([b!]);
+    await events.insertBatch([c!]);
+    t.false(await made(), 'a connection that lost it goes on without it');
+    const stored = await events.page('session', {}, { order: 'asc', limit: 10 });
+    t.deepEqual(stored.map((e) => e.telemetryId), [a, b, c].map((e) => e!.telemetryId));
+    for (const e of [a, b, c]) t.deepEqual((await events.page('session', { reason: e!.reasons[0]! }, { order: 'asc', limit: 10 })).map((x) => x.telemetryId).includes(e!.telemetryId), true);
+    await t.throwsAsync(events.insertBatch([a!]), { message: /unique|duplicate/i }, 'a taken telemetryId still fails the batch');
+  } finally {
+    await single.destroy();
+    await db.close();
+    await fresh.drop();
+  }
+});
+
 test('[postgres] a writer that waited for another computes its time marks from what that one committed', async (t) => {
   const fresh = freshDatabase('postgres');
   const db = await openDatabase(fresh.url);
