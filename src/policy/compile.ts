@@ -4,7 +4,7 @@ import { stringify } from 'safe-stable-stringify';
 import type { ChallengeType, Decision, Redaction } from '../api/types.js';
 import { compileSignal, type CompiledSignal } from '../risk/signals.js';
 import { factsOf, leaf, toTopLevel } from './conditions.js';
-import { above, missingOrAbove, noneIn, type DirectCheck } from './direct.js';
+import { directCheck, dotted, exists, type DirectCheck } from './direct.js';
 import type { AiSpec, ConditionSpec, Mode, PolicySpec, SignalSpec } from './schema.js';
 
 export interface Thresholds {
@@ -26,8 +26,8 @@ export interface CompiledRule {
   builtIn: boolean;
   conditions: ReturnType<typeof toTopLevel>;
   /**
-   * A shorthand's comparison, which runPolicy checks directly (direct.ts) with the meaning of
-   * `conditions`: a comparison is not rule-shaped, and the engine's fixed and per-rule costs (it
+   * A shorthand's `conditions` as a check that runPolicy makes directly (direct.ts), with the
+   * engine's meaning: a comparison is not rule-shaped, and the engine's fixed and per-rule costs (it
    * deep-clones each rule's conditions on every run) were most of a run for policies with few rules.
    * Rules written under rules: have none and run in the engine.
    */
@@ -58,33 +58,20 @@ export interface CompiledPolicy {
 export const DEFAULT_THRESHOLDS = { medium: 30, high: 60 } as const;
 export const DEFAULT_THROTTLE_RETRY_SECONDS = 60;
 
-const dotted = (root: object, path: string): unknown => {
-  let value: unknown = root;
-  for (let i = 0, start = 0; start <= path.length; i++) {
-    const end = path.indexOf('.', start);
-    const key = end < 0 ? path.slice(start) : path.slice(start, end);
-    if (value === null || value === undefined) return undefined;
-    value = (value as Record<string, unknown>)[key];
-    if (end < 0) break;
-    start = end + 1;
-  }
-  return value;
-};
-
 export function newEngine(): Engine {
   // A dotted-path resolver instead of JSONPath: facts are plain objects and paths plain keys.
   const engine = new Engine([], { allowUndefinedFacts: true, pathResolver: dotted as never });
-  engine.addOperator('exists', (fact: unknown, want: unknown) => (fact !== undefined && fact !== null) === want);
+  engine.addOperator('exists', exists);
   return engine;
 }
 
 function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, thresholds: Thresholds): CompiledRule[] {
   const rules: CompiledRule[] = [];
   const add = (name: string, decision: Decision, reason: string, when: ConditionSpec, extra: Partial<CompiledRule> = {}) =>
-    rules.push({ name, decision, reason, builtIn: true, conditions: toTopLevel(when), ...extra });
+    rules.push({ name, decision, reason, builtIn: true, conditions: toTopLevel(when), check: directCheck(when), ...extra });
 
   if (spec.requireRoles) {
-    add('require-roles', 'deny', 'policy_role_required', leaf('actor.roles', 'not:someFact:in', spec.requireRoles), { check: noneIn('actor', 'roles', spec.requireRoles) });
+    add('require-roles', 'deny', 'policy_role_required', leaf('actor.roles', 'not:someFact:in', spec.requireRoles));
   }
   const human = spec.requireRecentHumanSignal;
   if (human) {
@@ -94,27 +81,22 @@ function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, threshol
       action === 'deny' ? 'deny' : 'step_up_required',
       'policy_recent_human_signal_required',
       { any: [leaf('session.humanSignalAgeSeconds', 'exists', false), leaf('session.humanSignalAgeSeconds', 'greaterThan', human.maxAgeSeconds)] },
-      { check: missingOrAbove('session', 'humanSignalAgeSeconds', human.maxAgeSeconds), ...(action === 'deny' ? {} : { challenge: stepUpChallenge }) },
+      action === 'deny' ? {} : { challenge: stepUpChallenge },
     );
   }
   const retryAfterSeconds = spec.throttle?.retryAfterSeconds ?? DEFAULT_THROTTLE_RETRY_SECONDS;
   if (spec.throttle?.velocityWindowCount !== undefined) {
-    const max = spec.throttle.velocityWindowCount;
-    add('caller-velocity-limit', 'throttle', 'velocity_limit_exceeded', leaf('metadata.velocityWindowCount', 'greaterThan', max), { retryAfterSeconds, check: above('metadata', 'velocityWindowCount', max) });
+    add('caller-velocity-limit', 'throttle', 'velocity_limit_exceeded', leaf('metadata.velocityWindowCount', 'greaterThan', spec.throttle.velocityWindowCount), { retryAfterSeconds });
   }
-  const window = spec.throttle?.serviceWindow;
-  if (window) {
-    add('service-velocity-limit', 'throttle', 'service_velocity_limit_exceeded', leaf('velocity.serviceCount', 'greaterThan', window.max), {
-      retryAfterSeconds: Math.min(retryAfterSeconds, window.seconds),
-      check: above('velocity', 'serviceCount', window.max),
+  if (spec.throttle?.serviceWindow) {
+    add('service-velocity-limit', 'throttle', 'service_velocity_limit_exceeded', leaf('velocity.serviceCount', 'greaterThan', spec.throttle.serviceWindow.max), {
+      retryAfterSeconds: Math.min(retryAfterSeconds, spec.throttle.serviceWindow.seconds),
     });
   }
-  const { deny, stepUp } = thresholds;
-  if (deny !== undefined) add('score-deny', 'deny', 'score_deny_threshold', leaf('risk.score', 'greaterThanInclusive', deny), { check: above('risk', 'score', deny, true) });
-  if (stepUp !== undefined) {
-    add('score-step-up', 'step_up_required', 'score_step_up_threshold', leaf('risk.score', 'greaterThanInclusive', stepUp), {
+  if (thresholds.deny !== undefined) add('score-deny', 'deny', 'score_deny_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.deny));
+  if (thresholds.stepUp !== undefined) {
+    add('score-step-up', 'step_up_required', 'score_step_up_threshold', leaf('risk.score', 'greaterThanInclusive', thresholds.stepUp), {
       challenge: stepUpChallenge,
-      check: above('risk', 'score', stepUp, true),
     });
   }
   return rules;

@@ -1,45 +1,60 @@
-/**
- * The comparisons that a policy's shorthands (requireRoles, requireRecentHumanSignal, throttle,
- * thresholds) compile to, checked without the engine. Each keeps the meaning of the engine
- * condition it stands beside, which is what the compiled JSON shows and a reviewer reads: its
- * operator as json-rules-engine defines it, and its fact read by the engine's dotted path
- * (test/unit/policy-direct.test.ts runs both on the same facts). A run of json-rules-engine costs
- * ~13 µs before its first rule and ~2 µs a rule; a policy whose rules are all shorthands needs none.
- */
+import type { ConditionSpec } from './schema.js';
 import type { PolicyFacts as Facts } from './run.js';
 
+/**
+ * The shorthands' conditions (requireRoles, requireRecentHumanSignal, throttle, thresholds),
+ * checked without the engine. A check is made from the very condition the compiled form shows and
+ * the version id hashes, with the meaning json-rules-engine gives it: its operators as the engine
+ * defines them, its facts read by the engine's resolver (test/unit/policy-direct.test.ts runs both
+ * on the same facts). A run of json-rules-engine costs ~13 µs before its first rule and ~2 µs a
+ * rule; a policy whose rules are all shorthands needs none.
+ */
 export type DirectCheck = (facts: Facts) => boolean;
 
-/** The fact `root.key` as the engine reads it: the path resolved in an object, or else the root's own value. */
-const read = (facts: Facts, root: string, key: string): unknown => {
-  const value = facts[root];
-  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : value;
+/** The engine's path resolver (compile.ts): a plain dotted path, no JSONPath. */
+export const dotted = (root: object, path: string): unknown => {
+  let value: unknown = root;
+  for (let start = 0; start <= path.length; ) {
+    const end = path.indexOf('.', start);
+    if (value === null || value === undefined) return undefined;
+    value = (value as Record<string, unknown>)[end < 0 ? path.slice(start) : path.slice(start, end)];
+    if (end < 0) break;
+    start = end + 1;
+  }
+  return value;
 };
+
+/** TPS's own operator, added to every engine (compile.ts). */
+export const exists = (fact: unknown, want: unknown): boolean => (fact !== undefined && fact !== null) === want;
 
 // json-rules-engine's numeric operators first check the fact with this test.
 const numeric = (value: unknown): boolean => Number.parseFloat(value as string).toString() !== 'NaN';
 
-/** `greaterThan` (or `greaterThanInclusive`) of root.key against a constant. */
-export function above(root: string, key: string, limit: number, inclusive = false): DirectCheck {
-  return (facts) => {
-    const value = read(facts, root, key) as number;
-    return numeric(value) && (inclusive ? value >= limit : value > limit);
-  };
-}
+/** The operators the shorthands use, as json-rules-engine evaluates them. */
+const OPERATORS: Record<string, (fact: unknown, value: unknown) => boolean> = {
+  greaterThan: (fact, value) => numeric(fact) && (fact as number) > (value as number),
+  greaterThanInclusive: (fact, value) => numeric(fact) && (fact as number) >= (value as number),
+  exists,
+  // The decorators not: and someFact: around `in`.
+  'not:someFact:in': (fact, value) => !(Array.isArray(fact) && fact.some((f) => (value as unknown[]).indexOf(f) > -1)),
+};
 
-/** `not:someFact:in`: root.key is not an array holding one of `allowed`. */
-export function noneIn(root: string, key: string, allowed: readonly unknown[]): DirectCheck {
+/** A shorthand's condition (a leaf, or `any` of leaves) as a check; a compile-time error for any other. */
+export function directCheck(condition: ConditionSpec): DirectCheck {
+  if ('any' in condition) {
+    const parts = condition.any.map(directCheck);
+    return (facts) => parts.some((p) => p(facts));
+  }
+  if ('all' in condition || 'not' in condition) throw new Error('a shorthand is a comparison, or any of several');
+  const operator = OPERATORS[condition.operator];
+  if (!operator) throw new Error(`no direct check for the operator ${condition.operator}`);
+  const { value } = condition;
+  const dot = condition.fact.indexOf('.');
+  const root = dot < 0 ? condition.fact : condition.fact.slice(0, dot);
+  const path = dot < 0 ? undefined : condition.fact.slice(dot + 1);
+  // As the engine's almanac: the path is resolved in an object root; any other root is the value.
   return (facts) => {
-    const value = read(facts, root, key);
-    return !(Array.isArray(value) && value.some((v) => allowed.indexOf(v) > -1));
-  };
-}
-
-/** Any of `exists: false` and `greaterThan limit`: root.key is missing, or above limit. */
-export function missingOrAbove(root: string, key: string, limit: number): DirectCheck {
-  const over = above(root, key, limit);
-  return (facts) => {
-    const value = read(facts, root, key);
-    return value === undefined || value === null || over(facts);
+    const fact = facts[root];
+    return operator(path !== undefined && fact !== null && typeof fact === 'object' ? dotted(fact, path) : fact, value);
   };
 }

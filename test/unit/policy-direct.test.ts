@@ -2,7 +2,8 @@ import test from 'ava';
 import fc from 'fast-check';
 import { Fact } from 'json-rules-engine';
 import { compilePolicy, newEngine, type CompiledRule } from '../../src/policy/compile.js';
-import { factsOf } from '../../src/policy/conditions.js';
+import { factsOf, leaf } from '../../src/policy/conditions.js';
+import { directCheck } from '../../src/policy/direct.js';
 import type { PolicySpec } from '../../src/policy/schema.js';
 import { runPolicy, type PolicyFacts } from '../../src/policy/run.js';
 
@@ -75,4 +76,7 @@ test('only rules written under rules: reach the engine, with only the facts they
     ['score-deny', 'score-step-up', 'written'],
   );
   t.is(compilePolicy({ id: 'only-shorthands', requireRoles: ['admin'] } as unknown as PolicySpec, {}).engine, null, 'no engine when every rule is a shorthand');
+  // A shorthand the checks cannot read fails the compile, never the evaluation.
+  t.throws(() => directCheck(leaf('actor.id', 'equal', 'x')), { message: 'no direct check for the operator equal' });
+  t.throws(() => directCheck({ all: [leaf('risk.score', 'greaterThan', 1)] }), { message: /a shorthand is a comparison/ });
 });
