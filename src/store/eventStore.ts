@@ -35,8 +35,11 @@ export interface EventStore {
 export interface InsertNewResult {
   /** inserted[i]: record i was stored by this call. */
   inserted: boolean[];
-  /** The stored event under each key (keyOf) that some record of the batch did not insert. */
-  existing: Map<string, StoredEvent>;
+  /**
+   * Under each key (keyOf) that some record of the batch did not insert: the stored event, or the
+   * batch's own record where an earlier record of the batch stored the key.
+   */
+  existing: Map<string, StoredEvent | EventRecord>;
 }
 
 export interface PageOptions {

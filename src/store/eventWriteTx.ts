@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type pg from 'pg';
 import type sqlite3 from 'sqlite3';
 import { dialectOf } from './dialect.js';
-import { EVENT_COLUMNS, type EventRow } from './eventRows.js';
+import { EVENT_COLUMNS, keyOf, type EventRow } from './eventRows.js';
 import { FACET_COLUMNS, type Facet } from './facets.js';
 import { hash32 } from './reasonIndex.js';
 import { keptWriter } from './keptWriter.js';
@@ -14,6 +14,15 @@ export type Inserted = { seq: number; environment: string; telemetry_id: string 
 
 /** An event to insert, as the JSON text of an array: EVENT_COLUMNS values (explanation_z as hex), then its facet id, then its reason keys (reasonIndex.ts). */
 export type EventInsert = string;
+
+/** An event's unique key. */
+export type EventKey = readonly [environment: string, telemetryId: string];
+
+/** What insertNew did: whether each row was stored, and the stored rows of the keys that were taken. */
+export interface NewInserted {
+  inserted: boolean[];
+  existing: EventRow[];
+}
 
 /**
  * The statements of a transaction of event writes (eventWrites.ts holds their logic). The same
@@ -27,7 +36,7 @@ export interface EventWriteTx {
   insertEvents(rows: readonly EventInsert[], ignoreConflicts: boolean): Promise<Inserted[]>;
   /** The ids of these facets (facets.ts), created where new. */
   facetIds(facets: readonly Facet[]): Promise<number[]>;
-  eventsByKey(keys: readonly (readonly [environment: string, telemetryId: string])[]): Promise<EventRow[]>;
+  eventsByKey(keys: readonly EventKey[]): Promise<EventRow[]>;
   /** Retention: these events and their reason index rows go. */
   deleteEvents(seqs: readonly number[], reasonRows: readonly { key: number; facet: number; seq: number }[]): Promise<void>;
   /** Retention: the time marks of buckets before this one go. */
@@ -41,6 +50,20 @@ export interface EventWriter {
    * In SQLite one statement, so one round trip to the database, not one per table.
    */
   insertAlone(rows: readonly EventInsert[]): Promise<void>;
+  /**
+   * insertEvents skipping taken keys, then the stored rows under the keys it skipped, as one
+   * transaction (so retention cannot remove them in between): the ingest path's commit. `keys` are
+   * the rows' keys, in order, each once.
+   */
+  insertNew(rows: readonly EventInsert[], keys: readonly EventKey[]): Promise<NewInserted>;
+}
+
+/** insertNew as statements of a transaction. */
+async function insertNewIn(tx: EventWriteTx, rows: readonly EventInsert[], keys: readonly EventKey[]): Promise<NewInserted> {
+  const stored = new Set((await tx.insertEvents(rows, true)).map((r) => keyOf(r.environment, r.telemetry_id)));
+  const inserted = keys.map(([environment, telemetryId]) => stored.has(keyOf(environment, telemetryId)));
+  const taken = keys.filter((_, i) => !inserted[i]);
+  return { inserted, existing: taken.length ? await tx.eventsByKey(taken) : [] };
 }
 
 // pg_advisory_xact_lock(int, int): a class for TPS event writers, an object per schema (hash32 of its name).
@@ -221,7 +244,7 @@ async function failed(knex: Knex, conn: sqlite3.Database): Promise<void> {
 export function sqliteEventWriter(knex: Knex): EventWriter {
   const kept = keptWriter(knex);
   const statements = (conn: sqlite3.Database): Statements => ({ run: (sql, params) => run(conn, sql, params), all: (sql, params) => all(conn, sql, params) });
-  return {
+  const writer: EventWriter = {
     async transaction(work) {
       const conn = await sqliteWriter(knex);
       const db = statements(conn);
@@ -257,7 +280,9 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
       const conn = kept.take();
       return conn ? commit(conn) : sqliteWriter(knex).then(commit);
     },
+    insertNew: (rows, keys) => writer.transaction((tx) => insertNewIn(tx, rows, keys)),
   };
+  return writer;
 }
 
 /**
@@ -281,13 +306,34 @@ const POSTGRES_INSERT = { strict: postgresInsert(false), ignoring: postgresInser
 const POSTGRES_BOUND = { strict: POSTGRES_INSERT.strict('?'), ignoring: POSTGRES_INSERT.ignoring('?') };
 
 /**
- * The evaluate path's commit as a function of the writer connection's session (pg_temp, as SQLite's
- * event_batches is TEMP, and built from the same column lists): the writers' lock, then the insert.
- * Sent as text, that insert is planned anew each time, 3.4 ms of the 4–5 a batch of 24 took on the
- * eighteenth round's VM; PL/pgSQL keeps its plan, generic since no value of the batch changes it
- * (1.2–2.3 ms a batch). A VOLATILE function's statement reads a snapshot taken at its own start,
- * so the insert, after the lock, sees the last writer's commit, as the two statements did.
+ * A function of the writer connection's session (pg_temp, as SQLite's event_batches is TEMP, and
+ * built from the same column lists), made at the connection's first call. Sent as text, the insert
+ * is planned anew each time, 3.4 ms of the 4–5 a batch of 24 took on the eighteenth round's VM;
+ * PL/pgSQL keeps its plan, generic since no value of the batch changes it (1.2–2.3 ms a batch). A
+ * VOLATILE function's statement reads a snapshot taken at its own start, so the insert, after the
+ * writers' lock, sees the last writer's commit, as separate statements would. A call gives
+ * undefined where the function cannot be made or is gone (a pooler that does not keep sessions):
+ * that connection then does the work another way.
  */
+function sessionFunction(name: string, create: string) {
+  // Per connection: the function made (true), or not to be used there (false).
+  const made = new WeakMap<pg.Client, Promise<boolean>>();
+  return async (conn: pg.Client, param: string): Promise<pg.QueryResult<{ result: unknown }> | undefined> => {
+    let ready = made.get(conn);
+    if (!ready) made.set(conn, (ready = conn.query(create).then(() => true, () => false)));
+    if (!(await ready)) return undefined;
+    try {
+      return await conn.query(`SELECT ${name}($1) AS result`, [param]);
+    } catch (err) {
+      if ((err as { code?: string }).code !== UNDEFINED_FUNCTION) throw err;
+      made.set(conn, Promise.resolve(false));
+      return undefined;
+    }
+  };
+}
+const UNDEFINED_FUNCTION = '42883';
+
+/** The evaluate path's commit: the lock, then the insert (a taken key fails it). */
 const PG_INSERT_FUNCTION = 'pg_temp.tps_insert_events';
 const pgInsertFunction = (lock: string) => `CREATE OR REPLACE FUNCTION ${PG_INSERT_FUNCTION}(batch_json jsonb) RETURNS SETOF bigint
   LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $tps$
@@ -295,30 +341,64 @@ const pgInsertFunction = (lock: string) => `CREATE OR REPLACE FUNCTION ${PG_INSE
     PERFORM ${lock};
     RETURN QUERY ${postgresInsert(false, 'SELECT count(*) FROM e')('batch_json')};
   END $tps$`;
-const UNDEFINED_FUNCTION = '42883';
+
+// The stored rows under the keys (a JSON array of [environment, telemetryId]), each as to_jsonb's
+// text, which names no table type the function would then depend on (a migration could not drop it).
+const TAKEN_ROWS = 'SELECT to_jsonb(ev)::text FROM events AS ev WHERE (environment, telemetry_id) IN (SELECT k->>0, k->>1 FROM jsonb_array_elements($1) AS k)';
+const batchKey = (row: string) => `${row}->>${ENVIRONMENT}, ${row}->>${TELEMETRY_ID}`;
+
+/**
+ * The ingest path's commit: the lock, the insert skipping taken keys, then the stored rows of the
+ * keys it skipped. The keys are found against what the insert returned, never against events. The
+ * rows are read by EXECUTE, planned at each call for the table as it is then: a generic plan made
+ * while events was small looked them up by a scan of all of it (eighteenth round).
+ */
+const PG_INSERT_NEW_FUNCTION = 'pg_temp.tps_insert_new_events';
+const pgInsertNewFunction = (lock: string) => `CREATE OR REPLACE FUNCTION ${PG_INSERT_NEW_FUNCTION}(batch_json jsonb) RETURNS SETOF text
+  LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $tps$
+  DECLARE taken jsonb;
+  BEGIN
+    PERFORM ${lock};
+    ${postgresInsert(
+      true,
+      `SELECT coalesce(jsonb_agg(jsonb_build_array(${batchKey('b.value')})), '[]') INTO taken FROM batch AS b
+        WHERE (${batchKey('b.value')}) NOT IN (SELECT environment, telemetry_id FROM e)`,
+    )('batch_json')};
+    IF jsonb_array_length(taken) > 0 THEN
+      RETURN QUERY EXECUTE '${TAKEN_ROWS}' USING taken;
+    END IF;
+  END $tps$`;
+
+/** An events row as to_jsonb's text gives it: bytea as \x and hex. */
+function fromJsonRow(text: string): EventRow {
+  const row = JSON.parse(text) as Omit<EventRow, 'explanation_z'> & { explanation_z: string | null };
+  return { ...row, explanation_z: row.explanation_z === null ? null : Buffer.from(row.explanation_z.slice(2), 'hex') };
+}
 
 /**
  * PostgreSQL: a knex transaction that first takes the writers' lock (group commit makes it one per
- * batch). insertAlone calls the writer session's function (PG_INSERT_FUNCTION), made on each
- * connection's first commit, with the batch as a parameter: one round trip, where a knex
- * transaction takes four. Where the function cannot be made or is gone (a pooler that does not
- * keep sessions), that connection sends the lock and the insert as one simple query instead, which
- * PostgreSQL runs as one transaction, the batch as a literal quoted by the driver's escapeLiteral.
+ * batch). insertAlone and insertNew each call a function of the writer's session with the batch
+ * as a parameter: one round trip, where a knex transaction takes four or five. Where the function
+ * cannot be made or is gone, insertAlone sends the lock and the insert as one simple query, which
+ * PostgreSQL runs as one transaction, the batch as a literal quoted by the driver's escapeLiteral;
+ * insertNew runs as a knex transaction.
  */
 export function postgresEventWriter(knex: Knex): EventWriter {
   const config = knex.client.config as { searchPath?: string[] };
   const lock = `pg_advisory_xact_lock(${WRITER_LOCK_CLASS}, ${hash32(config.searchPath?.[0] ?? 'public')})`;
   const lockSql = `SELECT ${lock}`;
-  const createFunction = pgInsertFunction(lock);
-  // Per connection: the function made (true), or not to be used there (false).
-  const functions = new WeakMap<pg.Client, Promise<boolean>>();
-  const hasFunction = (conn: pg.Client) => {
-    let made = functions.get(conn);
-    if (!made) functions.set(conn, (made = conn.query(createFunction).then(() => true, () => false)));
-    return made;
+  const insertFunction = sessionFunction(PG_INSERT_FUNCTION, pgInsertFunction(lock));
+  const insertNewFunction = sessionFunction(PG_INSERT_NEW_FUNCTION, pgInsertNewFunction(lock));
+  // The raw connection, not knex.raw: knex would take any ? inside a literal for a placeholder.
+  const withConnection = async <T>(work: (conn: pg.Client) => Promise<T>): Promise<T> => {
+    const conn = (await knex.client.acquireConnection()) as pg.Client;
+    try {
+      return await work(conn);
+    } finally {
+      knex.client.releaseConnection(conn);
+    }
   };
-  const literalInsert = (conn: pg.Client, rows: readonly EventInsert[]) => conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
-  return {
+  const writer: EventWriter = {
     transaction: (work) =>
       knex.transaction(async (trx) => {
         await trx.raw(lockSql);
@@ -330,21 +410,17 @@ export function postgresEventWriter(knex: Knex): EventWriter {
           writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_BOUND.ignoring : POSTGRES_BOUND.strict, [eventsJson(rows)])),
         );
       }),
-    async insertAlone(rows) {
-      // The raw connection, not knex.raw: knex would take any ? inside the literal for a placeholder.
-      const conn = (await knex.client.acquireConnection()) as pg.Client;
-      try {
-        if (!(await hasFunction(conn))) return void (await literalInsert(conn, rows));
-        try {
-          await conn.query(`SELECT ${PG_INSERT_FUNCTION}($1)`, [eventsJson(rows)]);
-        } catch (err) {
-          if ((err as { code?: string }).code !== UNDEFINED_FUNCTION) throw err;
-          functions.set(conn, Promise.resolve(false));
-          await literalInsert(conn, rows);
-        }
-      } finally {
-        knex.client.releaseConnection(conn);
-      }
+    insertAlone: (rows) =>
+      withConnection(async (conn) => {
+        if (!(await insertFunction(conn, eventsJson(rows)))) await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
+      }),
+    async insertNew(rows, keys) {
+      const result = await withConnection((conn) => insertNewFunction(conn, eventsJson(rows)));
+      if (!result) return writer.transaction((tx) => insertNewIn(tx, rows, keys));
+      const existing = result.rows.map((r) => fromJsonRow(r.result as string));
+      const taken = new Set(existing.map((r) => keyOf(r.environment, r.telemetry_id)));
+      return { inserted: keys.map(([environment, telemetryId]) => !taken.has(keyOf(environment, telemetryId))), existing };
     },
   };
+  return writer;
 }

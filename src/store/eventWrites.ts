@@ -55,8 +55,8 @@ export class EventWrites {
 
   /**
    * Stores the records whose (environment, telemetryId) is new, in one transaction, and returns the
-   * stored event of every key that was already taken, so the caller can tell a repeat from a
-   * conflict. The unique key decides, so concurrent callers (even in other processes) store a
+   * stored event of every key that was already taken (or, for a key this batch stored, the record
+   * that stored it), so the caller can tell a repeat from a conflict. The unique key decides, so concurrent callers (even in other processes) store a
    * telemetryId exactly once. Within the batch the first record of a key wins.
    */
   async insertNew(events: readonly EventRecord[]): Promise<InsertNewResult> {
@@ -65,18 +65,21 @@ export class EventWrites {
       const key = keyOf(e.environment, e.telemetryId);
       if (!first.has(key)) first.set(key, i);
     });
-    const rows = await this.rows([...first.values()].map((i) => prepareEvent(events[i]!)));
-    return this.writer.transaction(async (tx) => {
-      const stored = new Set((await tx.insertEvents(rows, true)).map((r) => keyOf(r.environment, r.telemetry_id)));
-      const inserted = events.map((e, i) => {
-        const key = keyOf(e.environment, e.telemetryId);
-        return first.get(key) === i && stored.has(key);
-      });
-      const taken = events.filter((_, i) => !inserted[i]).map((e) => [e.environment, e.telemetryId] as const);
-      const existing = new Map<string, StoredEvent>();
-      if (taken.length) for (const row of await tx.eventsByKey(taken)) existing.set(keyOf(row.environment, row.telemetry_id), fromRow(row));
-      return { inserted, existing };
+    const firsts = [...first.values()];
+    const rows = await this.rows(firsts.map((i) => prepareEvent(events[i]!)));
+    const result = await this.writer.insertNew(
+      rows,
+      firsts.map((i) => [events[i]!.environment, events[i]!.telemetryId] as const),
+    );
+    const stored = new Set(firsts.filter((_, j) => result.inserted[j]));
+    const existing = new Map<string, StoredEvent | EventRecord>(result.existing.map((row) => [keyOf(row.environment, row.telemetry_id), fromRow(row)]));
+    // A repeat within the batch meets the record that its key's first stored.
+    events.forEach((e, i) => {
+      const key = keyOf(e.environment, e.telemetryId);
+      const j = first.get(key)!;
+      if (j !== i && stored.has(j)) existing.set(key, events[j]!);
     });
+    return { inserted: events.map((_, i) => stored.has(i)), existing };
   }
 
   /**

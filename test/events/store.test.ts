@@ -1,13 +1,13 @@
 import test from 'ava';
 import fs from 'node:fs';
-import knexFactory from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
 import { parseSse } from '../../src/events/sseParser.js';
 import { CATCH_UP_EVERY, CHECKPOINT_MS } from '../../src/store/checkpointer.js';
 import { openDatabase, PAGE_SIZE, sqliteTooOld } from '../../src/store/db.js';
 import type { EventFilter } from '../../src/store/eventFilter.js';
 import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js';
-import { toRow } from '../../src/store/eventRows.js';
+import { keyOf, toRow } from '../../src/store/eventRows.js';
 import { migrationSource } from '../../src/store/migrations.js';
 import { WRITER_LOCK_CLASS } from '../../src/store/eventWriteTx.js';
 import { hash32, reasonKeys } from '../../src/store/reasonIndex.js';
@@ -386,16 +386,25 @@ test('the SSE parser reads ids, multi-line data, comments and CRLF split across 
   ]);
 });
 
-test('[postgres] a writer connection commits through its session function, and without it through the plain statement', async (t) => {
+/** A store whose every query runs on one PostgreSQL connection, so a test can look into the writer's session. */
+async function onOneConnection(work: (events: KnexEventStore, single: Knex) => Promise<void>): Promise<void> {
   const fresh = freshDatabase('postgres');
   const db = await openDatabase(fresh.url);
-  // One connection, so the writer's session is the one these queries look into.
   const url = new URL(fresh.url);
   const schema = url.searchParams.get('schema')!;
   url.searchParams.delete('schema');
   const single = knexFactory({ client: 'pg', connection: url.toString(), searchPath: [schema], pool: { min: 1, max: 1 } });
   try {
-    const events = new KnexEventStore({ ...db, knex: single, reader: single });
+    await work(new KnexEventStore({ ...db, knex: single, reader: single }), single);
+  } finally {
+    await single.destroy();
+    await db.close();
+    await fresh.drop();
+  }
+}
+
+test('[postgres] a writer connection commits through its session function, and without it through the plain statement', async (t) => {
+  await onOneConnection(async (events, single) => {
     const made = async () => ((await single.raw("SELECT to_regprocedure('pg_temp.tps_insert_events(jsonb)') IS NOT NULL AS made")).rows as { made: boolean }[])[0]!.made;
     const [a, b, c] = generateEvents('session', 3, Date.now());
     t.false(await made());
@@ -412,11 +421,37 @@ test('[postgres] a writer connection commits through its session function, and w
     t.deepEqual(stored.map((e) => e.telemetryId), [a, b, c].map((e) => e!.telemetryId));
     for (const e of [a, b, c]) t.deepEqual((await events.page('session', { reason: e!.reasons[0]! }, { order: 'asc', limit: 10 })).map((x) => x.telemetryId).includes(e!.telemetryId), true);
     await t.throwsAsync(events.insertBatch([a!]), { message: /unique|duplicate/i }, 'a taken telemetryId still fails the batch');
-  } finally {
-    await single.destroy();
-    await db.close();
-    await fresh.drop();
-  }
+  });
+});
+
+test('[postgres] an ingest batch commits through its session function, which returns the stored events of taken keys; without it, through a transaction', async (t) => {
+  await onOneConnection(async (events, single) => {
+    const made = async () => ((await single.raw("SELECT to_regprocedure('pg_temp.tps_insert_new_events(jsonb)') IS NOT NULL AS made")).rows as { made: boolean }[])[0]!.made;
+    const stored = async (e: EventRecord) => (await events.get(e.environment, e.telemetryId))!;
+    const [a, b, c, d, e] = generateEvents('ingest-session', 5, Date.now()) as [EventRecord, EventRecord, EventRecord, EventRecord, EventRecord];
+    t.false(await made());
+    t.deepEqual((await events.insertNew([a, b])).inserted, [true, true]);
+    t.true(await made(), 'made by the first ingest');
+    // A taken key comes back as stored (its explanation decoded); a repeat in the batch meets its first.
+    const again = { ...a, score: a.score + 1 };
+    const second = await events.insertNew([again, c, c]);
+    t.deepEqual(second.inserted, [false, true, false]);
+    t.deepEqual(second.existing.get(keyOf(a.environment, a.telemetryId)), await stored(a));
+    t.is(second.existing.get(keyOf(c.environment, c.telemetryId)), c);
+    // The next ingest goes through it: one that refuses fails the batch, and stores nothing.
+    await single.raw("CREATE OR REPLACE FUNCTION pg_temp.tps_insert_new_events(batch_json jsonb) RETURNS SETOF text LANGUAGE plpgsql AS $f$ BEGIN RAISE EXCEPTION 'refused here'; END $f$");
+    await t.throwsAsync(events.insertNew([d]), { message: /refused here/ });
+    t.is(await events.get(d.environment, d.telemetryId), undefined);
+    await single.raw('DROP FUNCTION pg_temp.tps_insert_new_events(jsonb)');
+    const third = await events.insertNew([d, b, e]);
+    t.false(await made(), 'a connection that lost it goes on without it');
+    t.deepEqual(third.inserted, [true, false, true]);
+    t.deepEqual(third.existing.get(keyOf(b.environment, b.telemetryId)), await stored(b));
+    const page = await events.page('ingest-session', {}, { order: 'asc', limit: 10 });
+    t.deepEqual(page.map((x) => x.telemetryId), [a, b, c, d, e].map((x) => x.telemetryId));
+    t.is(page[0]!.score, a.score, 'the first content stays');
+    for (const x of [c, e]) t.true((await events.page('ingest-session', { reason: x.reasons[0]! }, { order: 'asc', limit: 10 })).some((y) => y.telemetryId === x.telemetryId));
+  });
 });
 
 test('[postgres] a writer that waited for another computes its time marks from what that one committed', async (t) => {
