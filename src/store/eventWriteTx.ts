@@ -58,6 +58,12 @@ export interface EventWriter {
   insertNew(rows: readonly EventInsert[], keys: readonly EventKey[]): Promise<NewInserted>;
 }
 
+/** insertNew's result from the stored rows of the keys it found taken: every other key it stored. */
+function fromTaken(keys: readonly EventKey[], existing: EventRow[]): NewInserted {
+  const taken = new Set(existing.map((r) => keyOf(r.environment, r.telemetry_id)));
+  return { inserted: keys.map(([environment, telemetryId]) => !taken.has(keyOf(environment, telemetryId))), existing };
+}
+
 /** insertNew as statements of a transaction. */
 async function insertNewIn(tx: EventWriteTx, rows: readonly EventInsert[], keys: readonly EventKey[]): Promise<NewInserted> {
   const stored = new Set((await tx.insertEvents(rows, true)).map((r) => keyOf(r.environment, r.telemetry_id)));
@@ -160,29 +166,50 @@ function writeTx(db: Statements, sql: typeof SQLITE_SQL, insertEvents: EventWrit
   };
 }
 
-/**
- * SQLite has no statement that writes three tables, but a trigger can: inserting a batch into the
- * view event_batches inserts its events, then their reason rows, then their time marks, as one
- * statement (and so, alone, as one transaction). Both are TEMP, kept by the writer connection and
- * built from the code's own column lists. `base` is the highest seq before the batch: the events
- * the batch added are those above it (seq is AUTOINCREMENT, never reused).
- */
-const SQLITE_BATCHES = `
-  CREATE TEMP VIEW IF NOT EXISTS event_batches (events, base, strict) AS SELECT NULL, NULL, NULL;
-  CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches BEGIN
+// An ingest batch's taken keys: their stored rows, as the statement that skipped them saw them.
+const TAKEN_COLUMNS = ['seq', ...EVENT_INSERT].join(', ');
+
+/** A trigger's steps that store the batch NEW.events, its reason rows and its time marks. */
+const SQLITE_STORE_BATCH = `
     ${SQLITE_SQL.insertEvents('jsonb_each(NEW.events) WHERE true ORDER BY key', true)};
     SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.environment, events.telemetry_id')
       WHERE NEW.strict AND (SELECT count(*) FROM events NOT INDEXED WHERE seq > NEW.base) < json_array_length(NEW.events);
     INSERT INTO event_reasons (key, facet, seq) SELECT k.value, e.facet, e.seq
       ${SQLITE_SQL.addedReasons('jsonb_each(NEW.events)', 'events e', (keys) => `json_each(${keys}) AS k`)} WHERE e.seq > NEW.base;
-    ${marksUpsertSql('(SELECT environment, created_at, seq FROM events NOT INDEXED WHERE seq > NEW.base)', SQLITE.bucket)};
+    ${marksUpsertSql('(SELECT environment, created_at, seq FROM events NOT INDEXED WHERE seq > NEW.base)', SQLITE.bucket)};`;
+
+/**
+ * SQLite has no statement that writes three tables, but a trigger can: inserting a batch into the
+ * view event_batches inserts its events, then their reason rows, then their time marks, as one
+ * statement (and so, alone, as one transaction). All of it is TEMP, kept by the writer connection
+ * and built from the code's own column lists. `base` is the highest seq before the batch: the
+ * events the batch added are those above it (seq is AUTOINCREMENT, never reused); with `strict`, a
+ * taken key fails the batch, without, it is skipped. Ingest's view, event_batches_new, first
+ * copies the stored rows of the batch's taken keys into event_batch_taken, within the same
+ * statement, where no other writer (nor retention) can come between; the writer reads and empties
+ * it next, before any other statement runs on the connection.
+ */
+const SQLITE_BATCHES = `
+  CREATE TEMP VIEW IF NOT EXISTS event_batches (events, base, strict) AS SELECT NULL, NULL, NULL;
+  CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches BEGIN ${SQLITE_STORE_BATCH}
+  END;
+  CREATE TEMP VIEW IF NOT EXISTS event_batches_new (events, base, strict) AS SELECT NULL, NULL, NULL;
+  CREATE TEMP TABLE IF NOT EXISTS event_batch_taken (${TAKEN_COLUMNS});
+  CREATE TEMP TRIGGER IF NOT EXISTS event_batches_new_insert INSTEAD OF INSERT ON event_batches_new BEGIN
+    INSERT INTO temp.event_batch_taken (${TAKEN_COLUMNS}) SELECT ${TAKEN_COLUMNS} FROM events
+      WHERE (environment, telemetry_id) IN (SELECT value->>${ENVIRONMENT}, value->>${TELEMETRY_ID} FROM jsonb_each(NEW.events));
+    ${SQLITE_STORE_BATCH}
   END;`;
 const SQLITE_BASE = 'SELECT coalesce(max(seq), 0) AS base FROM events';
 const SQLITE_INSERT_BATCH = 'INSERT INTO event_batches (events, base, strict) VALUES (?, ?, ?)';
 const SQLITE_INSERT_ALONE = `INSERT INTO event_batches (events, base, strict) VALUES (?, (${SQLITE_BASE}), 1)`;
+const SQLITE_INSERT_NEW = `INSERT INTO event_batches_new (events, base, strict) VALUES (?, (${SQLITE_BASE}), 0)`;
+const SQLITE_TAKEN = `DELETE FROM temp.event_batch_taken RETURNING ${TAKEN_COLUMNS}`;
 const SQLITE_ADDED = 'SELECT seq, environment, telemetry_id FROM events WHERE seq > ? ORDER BY seq';
 
-const SQLITE_DROP_BATCHES = 'DROP TRIGGER IF EXISTS temp.event_batches_insert; DROP VIEW IF EXISTS temp.event_batches;';
+const SQLITE_DROP_BATCHES = `
+  DROP TRIGGER IF EXISTS temp.event_batches_insert; DROP VIEW IF EXISTS temp.event_batches;
+  DROP TRIGGER IF EXISTS temp.event_batches_new_insert; DROP VIEW IF EXISTS temp.event_batches_new; DROP TABLE IF EXISTS temp.event_batch_taken;`;
 const batchesReady = new WeakMap<sqlite3.Database, Promise<void>>();
 const exec = (conn: sqlite3.Database, sql: string) => new Promise<void>((resolve, reject) => conn.exec(sql, (err) => (err ? reject(err) : resolve())));
 
@@ -266,22 +293,29 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
         throw err;
       }
     },
-    insertAlone(rows) {
-      const commit = async (conn: sqlite3.Database) => {
-        try {
-          await run(conn, SQLITE_INSERT_ALONE, [eventsJson(rows)]);
-        } catch (err) {
-          await failed(knex, conn);
-          throw err;
-        }
-        kept.keep(conn);
-      };
-      // A kept connection has event_batches and the statement ready: the batch goes before this returns.
-      const conn = kept.take();
-      return conn ? commit(conn) : sqliteWriter(knex).then(commit);
-    },
-    insertNew: (rows, keys) => writer.transaction((tx) => insertNewIn(tx, rows, keys)),
+    insertAlone: (rows) => onWriter((conn) => run(conn, SQLITE_INSERT_ALONE, [eventsJson(rows)])),
+    insertNew: (rows, keys) =>
+      onWriter(async (conn) => {
+        await run(conn, SQLITE_INSERT_NEW, [eventsJson(rows)]);
+        return fromTaken(keys, await all<EventRow>(conn, SQLITE_TAKEN, []));
+      }),
   };
+  /**
+   * A commit of its own on the writer, kept for the next (keptWriter.ts). A kept connection has
+   * event_batches and the statements ready: the batch goes before this returns.
+   */
+  async function onWriter<T>(work: (conn: sqlite3.Database) => Promise<T>): Promise<T> {
+    const conn = kept.take() ?? (await sqliteWriter(knex));
+    let result: T;
+    try {
+      result = await work(conn);
+    } catch (err) {
+      await failed(knex, conn);
+      throw err;
+    }
+    kept.keep(conn);
+    return result;
+  }
   return writer;
 }
 
@@ -417,9 +451,7 @@ export function postgresEventWriter(knex: Knex): EventWriter {
     async insertNew(rows, keys) {
       const result = await withConnection((conn) => insertNewFunction(conn, eventsJson(rows)));
       if (!result) return writer.transaction((tx) => insertNewIn(tx, rows, keys));
-      const existing = result.rows.map((r) => fromJsonRow(r.result as string));
-      const taken = new Set(existing.map((r) => keyOf(r.environment, r.telemetry_id)));
-      return { inserted: keys.map(([environment, telemetryId]) => !taken.has(keyOf(environment, telemetryId))), existing };
+      return fromTaken(keys, result.rows.map((r) => fromJsonRow(r.result as string)));
     },
   };
   return writer;

@@ -5,13 +5,13 @@ import type sqlite3 from 'sqlite3';
 type Pool = { on(event: string, listener: () => void): void; numPendingAcquires(): number; destroyed: boolean };
 
 /**
- * The evaluate path's commits keep the writer's connection from one to the next while nothing else
- * asks the pool for it, so that a batch starts the moment the one before has committed. Taken from
- * the pool each time (timers, a validation and several promise turns), the next batch started only
- * after the answers of the last were written, and the writer sat idle ~0.35 ms of each ~2.2 ms
- * commit at full load (bench/ROUNDS.md, sixteenth round). Any other request for the connection
- * (ingest, the checkpointer's catch-up, a migration, closing the pool) takes it back at once, and
- * one that waited for a commit gets it right after.
+ * The evaluate and ingest paths' commits keep the writer's connection from one to the next while
+ * nothing else asks the pool for it, so that a batch starts the moment the one before has
+ * committed. Taken from the pool each time (timers, a validation and several promise turns), the
+ * next batch started only after the answers of the last were written, and the writer sat idle
+ * ~0.35 ms of each ~2.2 ms commit at full load (bench/ROUNDS.md, sixteenth round). Any other
+ * request for the connection (a transaction, the checkpointer's catch-up, a migration, closing the
+ * pool) takes it back at once, and one that waited for a commit gets it right after.
  */
 export class KeptWriter {
   private kept: sqlite3.Database | undefined;

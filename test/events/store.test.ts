@@ -386,6 +386,31 @@ test('the SSE parser reads ids, multi-line data, comments and CRLF split across 
   ]);
 });
 
+for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
+  test(`[${store}] insertNew stores each new key once and hands back the stored event of a taken key; evaluate's batches stay strict beside it`, async (t) => {
+    const fresh = freshDatabase(store);
+    const db = await openDatabase(fresh.url);
+    try {
+      const events = new KnexEventStore(db);
+      const [a, b, c, d] = generateEvents('insert-new', 4, Date.now()) as [EventRecord, EventRecord, EventRecord, EventRecord];
+      t.deepEqual((await events.insertNew([a, b])).inserted, [true, true]);
+      const second = await events.insertNew([{ ...a, score: a.score + 1 }, c, c]);
+      t.deepEqual(second.inserted, [false, true, false]);
+      t.deepEqual(second.existing.get(keyOf(a.environment, a.telemetryId)), await events.get(a.environment, a.telemetryId));
+      t.is(second.existing.get(keyOf(c.environment, c.telemetryId)), c);
+      t.deepEqual([...second.existing.keys()].sort(), [keyOf(a.environment, a.telemetryId), keyOf(c.environment, c.telemetryId)].sort());
+      // A batch with nothing taken hands back nothing, whatever the one before found.
+      t.deepEqual(await events.insertNew([d]), { inserted: [true], existing: new Map() });
+      await t.throwsAsync(events.insertBatch([b]), { message: /unique|duplicate/i });
+      const page = await events.page('insert-new', {}, { order: 'asc', limit: 10 });
+      t.deepEqual(page.map((x) => [x.telemetryId, x.score]), [a, b, c, d].map((x) => [x.telemetryId, x.score]));
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+}
+
 /** A store whose every query runs on one PostgreSQL connection, so a test can look into the writer's session. */
 async function onOneConnection(work: (events: KnexEventStore, single: Knex) => Promise<void>): Promise<void> {
   const fresh = freshDatabase('postgres');
