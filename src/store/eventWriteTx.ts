@@ -9,9 +9,6 @@ import { keptWriter } from './keptWriter.js';
 import { all, run } from './sqliteStatements.js';
 import { BUCKET_MS, marksUpsertSql } from './timeMarks.js';
 
-/** A row the insert stored: its seq and key. */
-export type Inserted = { seq: number; environment: string; telemetry_id: string };
-
 /** An event to insert, as the JSON text of an array: EVENT_COLUMNS values (explanation_z as hex), then its facet id, then its reason keys (reasonIndex.ts). */
 export type EventInsert = string;
 
@@ -29,14 +26,8 @@ export interface NewInserted {
  * for both stores, but for the SQL's dialect.
  */
 export interface EventWriteTx {
-  /**
-   * Stores the events with their reason index rows and time marks, and returns those stored. With
-   * ignoreConflicts, an event whose key is taken is skipped; without, it fails the whole batch.
-   */
-  insertEvents(rows: readonly EventInsert[], ignoreConflicts: boolean): Promise<Inserted[]>;
   /** The ids of these facets (facets.ts), created where new. */
   facetIds(facets: readonly Facet[]): Promise<number[]>;
-  eventsByKey(keys: readonly EventKey[]): Promise<EventRow[]>;
   /** Retention: these events and their reason index rows go. */
   deleteEvents(seqs: readonly number[], reasonRows: readonly { key: number; facet: number; seq: number }[]): Promise<void>;
   /** Retention: the time marks of buckets before this one go. */
@@ -46,14 +37,15 @@ export interface EventWriteTx {
 export interface EventWriter {
   transaction<T>(work: (tx: EventWriteTx) => Promise<T>): Promise<T>;
   /**
-   * insertEvents (a taken key fails it) as a transaction of its own: the evaluate path's commit.
-   * In SQLite one statement, so one round trip to the database, not one per table.
+   * Stores the events with their reason index rows and time marks, as a transaction of its own; a
+   * taken key fails the whole batch: the evaluate path's commit. One statement, so one round trip
+   * to the database, not one per table.
    */
   insertAlone(rows: readonly EventInsert[]): Promise<void>;
   /**
-   * insertEvents skipping taken keys, then the stored rows under the keys it skipped, as one
-   * transaction (so retention cannot remove them in between): the ingest path's commit. `keys` are
-   * the rows' keys, in order, each once.
+   * Stores the events whose keys are new, skipping the taken, and reads the stored rows under the
+   * keys it skipped, as one transaction (so retention cannot remove them in between): the ingest
+   * path's commit. `keys` are the rows' keys, in order, each once.
    */
   insertNew(rows: readonly EventInsert[], keys: readonly EventKey[]): Promise<NewInserted>;
 }
@@ -62,14 +54,6 @@ export interface EventWriter {
 function fromTaken(keys: readonly EventKey[], existing: EventRow[]): NewInserted {
   const taken = new Set(existing.map((r) => keyOf(r.environment, r.telemetry_id)));
   return { inserted: keys.map(([environment, telemetryId]) => !taken.has(keyOf(environment, telemetryId))), existing };
-}
-
-/** insertNew as statements of a transaction. */
-async function insertNewIn(tx: EventWriteTx, rows: readonly EventInsert[], keys: readonly EventKey[]): Promise<NewInserted> {
-  const stored = new Set((await tx.insertEvents(rows, true)).map((r) => keyOf(r.environment, r.telemetry_id)));
-  const inserted = keys.map(([environment, telemetryId]) => stored.has(keyOf(environment, telemetryId)));
-  const taken = keys.filter((_, i) => !inserted[i]);
-  return { inserted, existing: taken.length ? await tx.eventsByKey(taken) : [] };
 }
 
 // pg_advisory_xact_lock(int, int): a class for TPS event writers, an object per schema (hash32 of its name).
@@ -147,17 +131,15 @@ const json = (rows: readonly (readonly unknown[])[]) => JSON.stringify(rows);
 /** Event rows, each JSON text already, as one JSON parameter. */
 const eventsJson = (rows: readonly EventInsert[]) => `[${rows.join(',')}]`;
 
-/** The statements of a transaction, but for the events insert (a store's own). */
-function writeTx(db: Statements, sql: typeof SQLITE_SQL, insertEvents: EventWriteTx['insertEvents']): EventWriteTx {
+/** The statements of a transaction. */
+function writeTx(db: Statements, sql: typeof SQLITE_SQL): EventWriteTx {
   return {
-    insertEvents,
     async facetIds(facets) {
       await db.run(sql.newFacets, [json(facets)]);
       const found = await db.all<{ id: number | string } & Record<string, string>>(sql.facets, [json(facets)]);
       const byKey = new Map(found.map((r) => [FACET_COLUMNS.map((c) => r[c]).join('\u0000'), Number(r.id)]));
       return facets.map((f) => byKey.get(f.join('\u0000'))!);
     },
-    eventsByKey: (keys) => db.all<EventRow>(sql.eventsByKey, [json(keys)]),
     async deleteEvents(seqs, reasonRows) {
       await db.run(sql.deleteReasons, [json(reasonRows.map((r) => [r.key, r.facet, r.seq]))]);
       await db.run(sql.deleteEvents, [json(seqs.map((seq) => [seq]))]);
@@ -201,11 +183,9 @@ const SQLITE_BATCHES = `
     ${SQLITE_STORE_BATCH}
   END;`;
 const SQLITE_BASE = 'SELECT coalesce(max(seq), 0) AS base FROM events';
-const SQLITE_INSERT_BATCH = 'INSERT INTO event_batches (events, base, strict) VALUES (?, ?, ?)';
 const SQLITE_INSERT_ALONE = `INSERT INTO event_batches (events, base, strict) VALUES (?, (${SQLITE_BASE}), 1)`;
 const SQLITE_INSERT_NEW = `INSERT INTO event_batches_new (events, base, strict) VALUES (?, (${SQLITE_BASE}), 0)`;
 const SQLITE_TAKEN = `DELETE FROM temp.event_batch_taken RETURNING ${TAKEN_COLUMNS}`;
-const SQLITE_ADDED = 'SELECT seq, environment, telemetry_id FROM events WHERE seq > ? ORDER BY seq';
 
 const SQLITE_DROP_BATCHES = `
   DROP TRIGGER IF EXISTS temp.event_batches_insert; DROP VIEW IF EXISTS temp.event_batches;
@@ -271,19 +251,29 @@ async function failed(knex: Knex, conn: sqlite3.Database): Promise<void> {
 export function sqliteEventWriter(knex: Knex): EventWriter {
   const kept = keptWriter(knex);
   const statements = (conn: sqlite3.Database): Statements => ({ run: (sql, params) => run(conn, sql, params), all: (sql, params) => all(conn, sql, params) });
-  const writer: EventWriter = {
+  /**
+   * A commit of its own on the writer, kept for the next (keptWriter.ts). A kept connection has
+   * event_batches and the statements ready: the batch goes before this returns.
+   */
+  const onWriter = async <T>(work: (conn: sqlite3.Database) => Promise<T>): Promise<T> => {
+    const conn = kept.take() ?? (await sqliteWriter(knex));
+    let result: T;
+    try {
+      result = await work(conn);
+    } catch (err) {
+      await failed(knex, conn);
+      throw err;
+    }
+    kept.keep(conn);
+    return result;
+  };
+  return {
     async transaction(work) {
       const conn = await sqliteWriter(knex);
       const db = statements(conn);
       try {
         await db.run('BEGIN IMMEDIATE', []);
-        const result = await work(
-          writeTx(db, SQLITE_SQL, async (rows, ignoreConflicts) => {
-            const [{ base }] = (await db.all<{ base: number }>(SQLITE_BASE, [])) as [{ base: number }];
-            await db.run(SQLITE_INSERT_BATCH, [eventsJson(rows), base, ignoreConflicts ? 0 : 1]);
-            return db.all<Inserted>(SQLITE_ADDED, [base]);
-          }),
-        );
+        const result = await work(writeTx(db, SQLITE_SQL));
         await db.run('COMMIT', []);
         knex.client.releaseConnection(conn);
         return result;
@@ -300,23 +290,6 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
         return fromTaken(keys, await all<EventRow>(conn, SQLITE_TAKEN, []));
       }),
   };
-  /**
-   * A commit of its own on the writer, kept for the next (keptWriter.ts). A kept connection has
-   * event_batches and the statements ready: the batch goes before this returns.
-   */
-  async function onWriter<T>(work: (conn: sqlite3.Database) => Promise<T>): Promise<T> {
-    const conn = kept.take() ?? (await sqliteWriter(knex));
-    let result: T;
-    try {
-      result = await work(conn);
-    } catch (err) {
-      await failed(knex, conn);
-      throw err;
-    }
-    kept.keep(conn);
-    return result;
-  }
-  return writer;
 }
 
 /**
@@ -336,8 +309,8 @@ function postgresInsert(ignoreConflicts: boolean, select = 'SELECT seq, environm
     ${select}`;
   return (json) => `WITH batch AS (SELECT value FROM ${POSTGRES.rows(json)}), ${rest}`;
 }
-const POSTGRES_INSERT = { strict: postgresInsert(false), ignoring: postgresInsert(true) };
-const POSTGRES_BOUND = { strict: POSTGRES_INSERT.strict('?'), ignoring: POSTGRES_INSERT.ignoring('?') };
+const POSTGRES_INSERT = postgresInsert(false);
+const POSTGRES_INSERT_NEW = postgresInsert(true)('?');
 
 /**
  * A function of the writer connection's session (pg_temp, as SQLite's event_batches is TEMP, and
@@ -409,6 +382,12 @@ function fromJsonRow(text: string): EventRow {
   return { ...row, explanation_z: row.explanation_z === null ? null : Buffer.from(row.explanation_z.slice(2), 'hex') };
 }
 
+/** Statements inside a knex transaction. */
+const knexStatements = (trx: Knex.Transaction): Statements => ({
+  run: async (sql, params) => void (await trx.raw(sql, params as Knex.Value[])),
+  all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
+});
+
 /**
  * PostgreSQL: a knex transaction that first takes the writers' lock (group commit makes it one per
  * batch). insertAlone and insertNew each call a function of the writer's session with the batch
@@ -432,27 +411,25 @@ export function postgresEventWriter(knex: Knex): EventWriter {
       knex.client.releaseConnection(conn);
     }
   };
-  const writer: EventWriter = {
-    transaction: (work) =>
-      knex.transaction(async (trx) => {
-        await trx.raw(lockSql);
-        const db: Statements = {
-          run: async (sql, params) => void (await trx.raw(sql, params as Knex.Value[])),
-          all: async <T>(sql: string, params: readonly unknown[]) => (await trx.raw(sql, params as Knex.Value[])).rows as T[],
-        };
-        return work(
-          writeTx(db, POSTGRES_SQL, async (rows, ignoreConflicts) => db.all<Inserted>(ignoreConflicts ? POSTGRES_BOUND.ignoring : POSTGRES_BOUND.strict, [eventsJson(rows)])),
-        );
-      }),
+  const locked = <T>(work: (db: Statements) => Promise<T>): Promise<T> =>
+    knex.transaction(async (trx) => {
+      await trx.raw(lockSql);
+      return work(knexStatements(trx));
+    });
+  return {
+    transaction: (work) => locked((db) => work(writeTx(db, POSTGRES_SQL))),
     insertAlone: (rows) =>
       withConnection(async (conn) => {
-        if (!(await insertFunction(conn, eventsJson(rows)))) await conn.query(`${lockSql}; ${POSTGRES_INSERT.strict(conn.escapeLiteral(eventsJson(rows)))}`);
+        if (!(await insertFunction(conn, eventsJson(rows)))) await conn.query(`${lockSql}; ${POSTGRES_INSERT(conn.escapeLiteral(eventsJson(rows)))}`);
       }),
     async insertNew(rows, keys) {
       const result = await withConnection((conn) => insertNewFunction(conn, eventsJson(rows)));
-      if (!result) return writer.transaction((tx) => insertNewIn(tx, rows, keys));
-      return fromTaken(keys, result.rows.map((r) => fromJsonRow(r.result as string)));
+      if (result) return fromTaken(keys, result.rows.map((r) => fromJsonRow(r.result as string)));
+      return locked(async (db) => {
+        const stored = new Set((await db.all<EventRow>(POSTGRES_INSERT_NEW, [eventsJson(rows)])).map((r) => keyOf(r.environment, r.telemetry_id)));
+        const taken = keys.filter(([environment, telemetryId]) => !stored.has(keyOf(environment, telemetryId)));
+        return fromTaken(keys, taken.length ? await db.all<EventRow>(POSTGRES_SQL.eventsByKey, [json(taken)]) : []);
+      });
     },
   };
-  return writer;
 }
