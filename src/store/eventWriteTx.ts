@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type pg from 'pg';
 import type sqlite3 from 'sqlite3';
 import { dialectOf } from './dialect.js';
-import { EVENT_COLUMNS, keyOf, type EventRow } from './eventRows.js';
+import { EVENT_COLUMNS, type EventRow } from './eventRows.js';
 import { FACET_COLUMNS, type Facet } from './facets.js';
 import { hash32 } from './reasonIndex.js';
 import { keptWriter } from './keptWriter.js';
@@ -11,15 +11,6 @@ import { BUCKET_MS, marksUpsertSql } from './timeMarks.js';
 
 /** An event to insert, as the JSON text of an array: EVENT_COLUMNS values (explanation_z as hex), then its facet id, then its reason keys (reasonIndex.ts). */
 export type EventInsert = string;
-
-/** An event's unique key. */
-export type EventKey = readonly [environment: string, telemetryId: string];
-
-/** What insertNew did: whether each row was stored, and the stored rows of the keys that were taken. */
-export interface NewInserted {
-  inserted: boolean[];
-  existing: EventRow[];
-}
 
 /**
  * The statements of a transaction of event writes (eventWrites.ts holds their logic). The same
@@ -43,17 +34,11 @@ export interface EventWriter {
    */
   insertAlone(rows: readonly EventInsert[]): Promise<void>;
   /**
-   * Stores the events whose keys are new, skipping the taken, and reads the stored rows under the
-   * keys it skipped, as one transaction (so retention cannot remove them in between): the ingest
-   * path's commit. `keys` are the rows' keys, in order, each once.
+   * Stores the events whose keys are new, skipping the taken, and returns the stored rows under the
+   * keys it skipped (every other row it stored), as one transaction, so that retention cannot remove
+   * them in between: the ingest path's commit. The rows' keys are each once in the batch.
    */
-  insertNew(rows: readonly EventInsert[], keys: readonly EventKey[]): Promise<NewInserted>;
-}
-
-/** insertNew's result from the stored rows of the keys it found taken: every other key it stored. */
-function fromTaken(keys: readonly EventKey[], existing: EventRow[]): NewInserted {
-  const taken = new Set(existing.map((r) => keyOf(r.environment, r.telemetry_id)));
-  return { inserted: keys.map(([environment, telemetryId]) => !taken.has(keyOf(environment, telemetryId))), existing };
+  insertNew(rows: readonly EventInsert[]): Promise<EventRow[]>;
 }
 
 // pg_advisory_xact_lock(int, int): a class for TPS event writers, an object per schema (hash32 of its name).
@@ -116,7 +101,8 @@ function writeSql(d: Dialect) {
       `FROM ${batch} AS b JOIN ${added} ON e.environment = b.value->>${ENVIRONMENT} AND e.telemetry_id = b.value->>${TELEMETRY_ID} CROSS JOIN ${keys(`b.value->${REASON_KEYS}`)}`,
     newFacets: `INSERT INTO event_facets (${FACET_COLUMNS.join(', ')}) ${rows(FACET_COLUMNS.map(() => undefined))} ON CONFLICT DO NOTHING`,
     facets: `SELECT id, ${FACET_COLUMNS.join(', ')} FROM event_facets WHERE (${FACET_COLUMNS.join(', ')}) IN (${rows(FACET_COLUMNS.map(() => undefined))})`,
-    eventsByKey: `SELECT * FROM events WHERE (environment, telemetry_id) IN (${rows([undefined, undefined])})`,
+    /** The events stored under the keys of a relation of rows named value. */
+    storedUnder: (from: string) => `(environment, telemetry_id) IN (SELECT ${d.value(ENVIRONMENT)}, ${d.value(TELEMETRY_ID)} FROM ${from})`,
     deleteReasons: `DELETE FROM event_reasons WHERE (key, facet, seq) IN (${reasonKey})`,
     deleteEvents: `DELETE FROM events WHERE seq IN (${rows(['bigint'])})`,
     forgetMarks: 'DELETE FROM event_time_marks WHERE environment = ? AND bucket < ?',
@@ -178,8 +164,7 @@ const SQLITE_BATCHES = `
   CREATE TEMP VIEW IF NOT EXISTS event_batches_new (events, base, strict) AS SELECT NULL, NULL, NULL;
   CREATE TEMP TABLE IF NOT EXISTS event_batch_taken (${TAKEN_COLUMNS});
   CREATE TEMP TRIGGER IF NOT EXISTS event_batches_new_insert INSTEAD OF INSERT ON event_batches_new BEGIN
-    INSERT INTO temp.event_batch_taken (${TAKEN_COLUMNS}) SELECT ${TAKEN_COLUMNS} FROM events
-      WHERE (environment, telemetry_id) IN (SELECT value->>${ENVIRONMENT}, value->>${TELEMETRY_ID} FROM jsonb_each(NEW.events));
+    INSERT INTO temp.event_batch_taken (${TAKEN_COLUMNS}) SELECT ${TAKEN_COLUMNS} FROM events WHERE ${SQLITE_SQL.storedUnder('jsonb_each(NEW.events)')};
     ${SQLITE_STORE_BATCH}
   END;`;
 const SQLITE_BASE = 'SELECT coalesce(max(seq), 0) AS base FROM events';
@@ -284,10 +269,10 @@ export function sqliteEventWriter(knex: Knex): EventWriter {
       }
     },
     insertAlone: (rows) => onWriter((conn) => run(conn, SQLITE_INSERT_ALONE, [eventsJson(rows)])),
-    insertNew: (rows, keys) =>
+    insertNew: (rows) =>
       onWriter(async (conn) => {
         await run(conn, SQLITE_INSERT_NEW, [eventsJson(rows)]);
-        return fromTaken(keys, await all<EventRow>(conn, SQLITE_TAKEN, []));
+        return all<EventRow>(conn, SQLITE_TAKEN, []);
       }),
   };
 }
@@ -310,7 +295,8 @@ function postgresInsert(ignoreConflicts: boolean, select = 'SELECT seq, environm
   return (json) => `WITH batch AS (SELECT value FROM ${POSTGRES.rows(json)}), ${rest}`;
 }
 const POSTGRES_INSERT = postgresInsert(false);
-const POSTGRES_INSERT_NEW = postgresInsert(true)('?');
+const POSTGRES_INSERT_NEW = postgresInsert(true, 'SELECT count(*) FROM e')('?');
+const POSTGRES_STORED_UNDER = `SELECT * FROM events WHERE ${POSTGRES_SQL.storedUnder(POSTGRES.rows('?'))}`;
 
 /**
  * A function of the writer connection's session (pg_temp, as SQLite's event_batches is TEMP, and
@@ -422,13 +408,15 @@ export function postgresEventWriter(knex: Knex): EventWriter {
       withConnection(async (conn) => {
         if (!(await insertFunction(conn, eventsJson(rows)))) await conn.query(`${lockSql}; ${POSTGRES_INSERT(conn.escapeLiteral(eventsJson(rows)))}`);
       }),
-    async insertNew(rows, keys) {
-      const result = await withConnection((conn) => insertNewFunction(conn, eventsJson(rows)));
-      if (result) return fromTaken(keys, result.rows.map((r) => fromJsonRow(r.result as string)));
+    async insertNew(rows) {
+      const batch = eventsJson(rows);
+      const result = await withConnection((conn) => insertNewFunction(conn, batch));
+      if (result) return result.rows.map((r) => fromJsonRow(r.result as string));
+      // Under the lock, what is stored under the batch's keys before the insert is what it skips.
       return locked(async (db) => {
-        const stored = new Set((await db.all<EventRow>(POSTGRES_INSERT_NEW, [eventsJson(rows)])).map((r) => keyOf(r.environment, r.telemetry_id)));
-        const taken = keys.filter(([environment, telemetryId]) => !stored.has(keyOf(environment, telemetryId)));
-        return fromTaken(keys, taken.length ? await db.all<EventRow>(POSTGRES_SQL.eventsByKey, [json(taken)]) : []);
+        const taken = await db.all<EventRow>(POSTGRES_STORED_UNDER, [batch]);
+        await db.run(POSTGRES_INSERT_NEW, [batch]);
+        return taken;
       });
     },
   };

@@ -56,30 +56,20 @@ export class EventWrites {
   /**
    * Stores the records whose (environment, telemetryId) is new, in one transaction, and returns the
    * stored event of every key that was already taken (or, for a key this batch stored, the record
-   * that stored it), so the caller can tell a repeat from a conflict. The unique key decides, so concurrent callers (even in other processes) store a
-   * telemetryId exactly once. Within the batch the first record of a key wins.
+   * that stored it), so the caller can tell a repeat from a conflict. The unique key decides, so
+   * concurrent callers (even in other processes) store a telemetryId exactly once. Within the batch
+   * the first record of a key wins.
    */
   async insertNew(events: readonly EventRecord[]): Promise<InsertNewResult> {
+    const keys = events.map((e) => keyOf(e.environment, e.telemetryId));
     const first = new Map<string, number>();
-    events.forEach((e, i) => {
-      const key = keyOf(e.environment, e.telemetryId);
-      if (!first.has(key)) first.set(key, i);
-    });
-    const firsts = [...first.values()];
-    const rows = await this.rows(firsts.map((i) => prepareEvent(events[i]!)));
-    const result = await this.writer.insertNew(
-      rows,
-      firsts.map((i) => [events[i]!.environment, events[i]!.telemetryId] as const),
-    );
-    const stored = new Set(firsts.filter((_, j) => result.inserted[j]));
-    const existing = new Map<string, StoredEvent | EventRecord>(result.existing.map((row) => [keyOf(row.environment, row.telemetry_id), fromRow(row)]));
+    for (const [i, key] of keys.entries()) if (!first.has(key)) first.set(key, i);
+    const rows = await this.rows([...first.values()].map((i) => prepareEvent(events[i]!)));
+    const existing = new Map<string, StoredEvent | EventRecord>((await this.writer.insertNew(rows)).map((row) => [keyOf(row.environment, row.telemetry_id), fromRow(row)]));
+    const inserted = keys.map((key, i) => first.get(key) === i && !existing.has(key));
     // A repeat within the batch meets the record that its key's first stored.
-    events.forEach((e, i) => {
-      const key = keyOf(e.environment, e.telemetryId);
-      const j = first.get(key)!;
-      if (j !== i && stored.has(j)) existing.set(key, events[j]!);
-    });
-    return { inserted: events.map((_, i) => stored.has(i)), existing };
+    for (const [i, key] of keys.entries()) if (!inserted[i] && !existing.has(key)) existing.set(key, events[first.get(key)!]!);
+    return { inserted, existing };
   }
 
   /**
