@@ -79,6 +79,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
   const db = await openDatabase(settings.databaseUrl, {
     migrate: options.migrate,
     sqliteSync: settings.sqliteSync,
+    sqliteWalMb: settings.sqliteWalMb,
     onCheckpoint: (seconds) => metrics.checkpointSeconds.observe(seconds),
   });
   const closers: (() => Promise<void>)[] = [];

@@ -1,5 +1,7 @@
 // Environment variables (CONTRACT "Running"), read once. Defaults serve a first run with no set-up.
 
+import { WAL_CATCH_UP_MB } from '../store/checkpointer.js';
+
 export interface Settings {
   port: number;
   host: string;
@@ -21,6 +23,8 @@ export interface Settings {
   commitMaxDelayMs: number;
   /** SQLite's synchronous setting for commits (TPS_SQLITE_SYNC): full survives power loss, normal a crashed process. */
   sqliteSync: SqliteSync;
+  /** SQLite's WAL size in MiB at which the writer catches up, holding commits for two syncs, and the WAL starts over (TPS_SQLITE_WAL_MB). */
+  sqliteWalMb: number;
   /** A Server-Timing header on evaluate's answers (TPS_SERVER_TIMING): where the time went, for diagnosis and the benchmark. */
   serverTiming: boolean;
   ai: { url?: string; model?: string; apiKey?: string; timeoutMs?: number };
@@ -84,6 +88,7 @@ export function readSettings(env: Env = process.env): Settings {
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
     commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
     sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),
+    sqliteWalMb: int(env, 'TPS_SQLITE_WAL_MB', WAL_CATCH_UP_MB, 1),
     serverTiming: bool(env, 'TPS_SERVER_TIMING', false),
     ai: {
       url: str(env, 'TPS_AI_URL'),

@@ -3,10 +3,17 @@ import type { Knex } from 'knex';
 
 /** How often the WAL is copied back into the database file, from a connection of its own. */
 export const CHECKPOINT_MS = 100;
-/** Every this many checkpoints, the writer's connection catches up, so that the WAL starts over. */
-export const CATCH_UP_EVERY = 5;
-/** Or at once, when the WAL has grown past this many frames (32 MiB of 1 KiB pages). */
-const CATCH_UP_FRAMES = 32_768;
+/** Once the WAL holds this many MiB of frames, the writer's connection catches up, so that the WAL starts over (TPS_SQLITE_WAL_MB). */
+export const WAL_CATCH_UP_MB = 32;
+/** A WAL frame: a 24-byte header, then the page. */
+const FRAME_HEADER = 24;
+
+export interface CheckpointerOptions {
+  /** Called with the seconds each catch-up held the writer's connection (metrics). */
+  onCheckpoint?: (seconds: number) => void;
+  /** The WAL's size that makes the writer catch up, in bytes; WAL_CATCH_UP_MB MiB unless set. */
+  catchUpBytes?: number;
+}
 
 /**
  * SQLite's WAL, copied back into the database file in two parts (SQLite never checkpoints on its
@@ -17,36 +24,46 @@ const CATCH_UP_FRAMES = 32_768;
  *   the frames committed so far into the file while the writer goes on committing. SQLite syncs
  *   the file only after a checkpoint that reached the WAL's end, which under steady commits the
  *   bulk never does, so before each catch-up the checkpointer syncs the file itself, from a
- *   descriptor of its own: the pages the bulks wrote reach the disk while commits go on.
- * - **The catch-up**, every CATCH_UP_EVERY ticks, on the writer's own connection, between two
- *   commits: it copies the few frames committed since the bulk began and syncs the file. With
- *   every frame copied and no writer in between, the next commit writes the WAL from its start
- *   again. The bulk alone never gets there: a writer that never pauses always adds frames while it
- *   copies, and the WAL would only grow (past 200 MB in a 10-second benchmark). Only the catch-up
- *   holds the writer, so only it is reported to `onCheckpoint` (the metric of what commits wait
- *   behind). Without the sync before it, its own sync wrote half a second of the bulks' pages
- *   with the writer held: 7.2–10.0 ms a catch-up at 50% load, against 3.8–4.4 ms with it
- *   (bench/ROUNDS.md, twelfth round).
+ *   descriptor of its own: the pages the bulks wrote reach the disk while commits go on. When the
+ *   writer pauses long enough for a bulk to reach the WAL's end, SQLite starts the WAL over at the
+ *   next commit by itself.
+ * - **The catch-up**, once a bulk finds WAL_CATCH_UP_MB of frames in the WAL, on the writer's own
+ *   connection, between two commits: it copies the few frames committed since the bulk began and
+ *   syncs the file. With every frame copied and no writer in between, the next commit writes the
+ *   WAL from its start again. The bulk alone never gets there under steady commits: a writer that
+ *   never pauses always adds frames while it copies, and the WAL would only grow (past 200 MB in a
+ *   10-second benchmark). Only the catch-up holds the writer, so only it is reported to
+ *   `onCheckpoint` (the metric of what commits wait behind). It costs the commits behind it its
+ *   two syncs (1.5–4 ms) however few frames it copies, so it runs as seldom as the WAL's size
+ *   allows: about once a second under full load, every few seconds at light load, rather than on
+ *   a fixed half-second beat (bench/ROUNDS.md, twentieth round). Without the sync before it, its
+ *   own sync wrote the bulks' pages with the writer held: 7.2–10.0 ms a catch-up at 50% load,
+ *   against 3.8–4.4 ms with it (twelfth round).
  *
  * A reader holding an old snapshot (a long search or export) keeps the frames after it until it
  * ends; PASSIVE never waits for it. A tick that finds the last one still running skips; one that
  * fails (the database busy or gone) is simply tried again at the next tick. `bulk` is the
  * checkpointer's alone: stop() closes it once the tick in flight has ended.
  */
-export function checkpointer(writer: Knex, bulk: Knex, file: string, onCheckpoint?: (seconds: number) => void): { stop(): Promise<void> } {
+export function checkpointer(writer: Knex, bulk: Knex, file: string, options: CheckpointerOptions = {}): { stop(): Promise<void> } {
+  const { onCheckpoint, catchUpBytes = WAL_CATCH_UP_MB * 2 ** 20 } = options;
   let running: Promise<void> | undefined;
-  let ticks = 0;
+  // In frames of the file's own page size: a store made with 4 KiB pages keeps them (db.ts).
+  let catchUpFrames: number | undefined;
   // Only a head start for the catch-up's own sync, so a failure (the file gone) is ignored and the
-  // catch-up runs either way. Opened each time: twice a second, and nothing to keep or close.
+  // catch-up runs either way. Opened each time: at most about once a second, and nothing to keep or close.
   const syncFile = async () => {
     const handle = await open(file, 'r').catch(() => undefined);
     await handle?.datasync().catch(() => undefined);
     await handle?.close().catch(() => undefined);
   };
   const tick = async () => {
+    if (catchUpFrames === undefined) {
+      const [{ page_size: pageSize }] = (await bulk.raw('PRAGMA page_size')) as [{ page_size: number }];
+      catchUpFrames = Math.max(1, Math.floor(catchUpBytes / (pageSize + FRAME_HEADER)));
+    }
     const [state] = (await bulk.raw('PRAGMA wal_checkpoint(PASSIVE)')) as [{ log: number }];
-    if (++ticks < CATCH_UP_EVERY && state.log < CATCH_UP_FRAMES) return;
-    ticks = 0;
+    if (state.log < catchUpFrames) return;
     await syncFile();
     // Counted from the moment it is queued: the wait for the commit ahead is part of what the
     // commits queued behind it see.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import type { SqliteSync } from '../config/env.js';
-import { checkpointer } from './checkpointer.js';
+import { checkpointer, type CheckpointerOptions } from './checkpointer.js';
 import { dialectOf, type Dialect } from './dialect.js';
 import { migrationSource } from './migrations.js';
 import { finalizeStatements } from './sqliteStatements.js';
@@ -33,10 +33,12 @@ export interface OpenOptions {
   sqliteSync?: SqliteSync;
   /** Called with the seconds each SQLite checkpoint that held the writer's connection took (metrics; checkpointer.ts). */
   onCheckpoint?: (seconds: number) => void;
+  /** SQLite: the WAL's size in MiB at which the writer catches up and the WAL starts over (TPS_SQLITE_WAL_MB, checkpointer.ts). */
+  sqliteWalMb?: number;
 }
 
 export async function openDatabase(url: string | undefined, options: OpenOptions = {}): Promise<Database> {
-  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', options.onCheckpoint);
+  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', { onCheckpoint: options.onCheckpoint, catchUpBytes: options.sqliteWalMb === undefined ? undefined : options.sqliteWalMb * 2 ** 20 });
   try {
     if (db.dialect === 'sqlite') await checkSqliteVersion(db.knex);
     if (options.migrate !== false) await migrate(db);
@@ -108,7 +110,7 @@ export const PAGE_SIZE = 1024;
  * closes a descriptor on the file, as POSIX locks belong to the process: that corrupted a store
  * in the fifteenth round (bench/ROUNDS.md).
  */
-function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['onCheckpoint']): Database {
+function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerOptions): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // One writer. WAL keeps readers off the writer's back. synchronous=FULL makes each commit survive
@@ -121,7 +123,7 @@ function openSqlite(file: string, sync: SqliteSync, onCheckpoint: OpenOptions['o
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
   // Checkpoints copy the WAL back from a connection of their own (checkpointer.ts), with the writer's synchronous setting.
-  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, onCheckpoint);
+  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, checkpointing);
   return {
     knex,
     reader,

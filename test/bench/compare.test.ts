@@ -21,6 +21,8 @@ test('bench:compare runs A and B alternately with their own settings and reports
       BENCH_WARMUP_SECONDS: '1',
       BENCH_CONNECTIONS: '4',
       TPS_EVALUATE_THREAD: 'auto',
+      // A small WAL, so that the 50% phase of a second holds catch-ups to report.
+      TPS_SQLITE_WAL_MB: '1',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
