@@ -54,6 +54,14 @@ function int(env: Env, name: string, fallback: number, min = 0): number {
   return value;
 }
 
+function positive(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a number > 0, got "${raw}"`);
+  return value;
+}
+
 function bool(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name]?.trim().toLowerCase();
   if (raw === undefined || raw === '') return fallback;
@@ -88,7 +96,7 @@ export function readSettings(env: Env = process.env): Settings {
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
     commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
     sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),
-    sqliteWalMb: int(env, 'TPS_SQLITE_WAL_MB', WAL_CATCH_UP_MB, 1),
+    sqliteWalMb: positive(env, 'TPS_SQLITE_WAL_MB', WAL_CATCH_UP_MB),
     serverTiming: bool(env, 'TPS_SERVER_TIMING', false),
     ai: {
       url: str(env, 'TPS_AI_URL'),

@@ -22,7 +22,7 @@ test('bench:compare runs A and B alternately with their own settings and reports
       BENCH_CONNECTIONS: '4',
       TPS_EVALUATE_THREAD: 'auto',
       // A small WAL, so that the 50% phase of a second holds catch-ups to report.
-      TPS_SQLITE_WAL_MB: '1',
+      TPS_SQLITE_WAL_MB: '0.0625',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -34,8 +34,8 @@ export const samples = {
 
 export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void {
   test.before(async (t) => {
-    // A small WAL, so that the writer's catch-ups (and their metric) come within a few commits.
-    t.context.tps = await startTps({ store, env: { TPS_SQLITE_WAL_MB: '1' } });
+    // A WAL of 64 KiB, so that the writer's catch-ups (and their metric) come within a few commits.
+    t.context.tps = await startTps({ store, env: { TPS_SQLITE_WAL_MB: '0.0625' } });
   });
   test.after.always(async (t) => {
     await t.context.tps?.close();
@@ -233,9 +233,10 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     // Observed together for every commit, so within one scrape the two histograms never disagree.
     t.is(valueIn(after, 'tps_event_commit_seconds_count'), valueIn(after, 'tps_event_commit_batch_size_count'));
     if (store === 'sqlite') {
-      // The writer's connection catches up once the WAL holds TPS_SQLITE_WAL_MB (1 MiB for this
-      // suite, ~80 commits): evaluations go on until it has.
-      // With the default 32 MiB it would take thousands.
+      // The writer's connection catches up once a checkpoint finds TPS_SQLITE_WAL_MB in the WAL (64
+      // KiB for this suite, a few commits; the WAL restarts by itself only if no more than that
+      // came between two checkpoints): evaluations go on until it has. With the default 32 MiB it
+      // would take thousands.
       const checkpoints = valueIn(start, 'tps_sqlite_checkpoint_seconds_count');
       let commits = 0;
       while ((await metric('tps_sqlite_checkpoint_seconds_count')) <= checkpoints && commits < 400) {

@@ -159,8 +159,9 @@ test('TPS_SQLITE_SYNC sets how the writer commits; anything else stops start-up 
   t.throws(() => readSettings({ TPS_SQLITE_SYNC: 'off' }), { message: /TPS_SQLITE_SYNC must be one of full, normal, got "off"/ });
 });
 
-test('TPS_SQLITE_WAL_MB sets the WAL size at which the writer catches up; anything but a whole number of MiB stops start-up naming it', (t) => {
+test('TPS_SQLITE_WAL_MB sets the WAL size at which the writer catches up; anything but a positive number of MiB stops start-up naming it', (t) => {
   t.is(readSettings({}).sqliteWalMb, 32);
   t.is(readSettings({ TPS_SQLITE_WAL_MB: '4' }).sqliteWalMb, 4);
-  for (const bad of ['0', '1.5', 'lots']) t.throws(() => readSettings({ TPS_SQLITE_WAL_MB: bad }), { message: new RegExp(`TPS_SQLITE_WAL_MB must be an integer >= 1, got "${bad}"`) });
+  t.is(readSettings({ TPS_SQLITE_WAL_MB: '0.25' }).sqliteWalMb, 0.25);
+  for (const bad of ['0', '-1', 'lots']) t.throws(() => readSettings({ TPS_SQLITE_WAL_MB: bad }), { message: new RegExp(`TPS_SQLITE_WAL_MB must be a number > 0, got "${bad}"`) });
 });
