@@ -46,21 +46,19 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return raw as T;
 }
 
-function int(env: Env, name: string, fallback: number, min = 0): number {
+/** A number from the environment, or `fallback` when unset; one that fails `ok` stops start-up naming it. */
+function numberIn(env: Env, name: string, fallback: number, ok: (value: number) => boolean, wanted: string): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`);
+  if (!ok(value)) throw new Error(`${name} must be ${wanted}, got "${raw}"`);
   return value;
 }
 
-function positive(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a number > 0, got "${raw}"`);
-  return value;
-}
+const int = (env: Env, name: string, fallback: number, min = 0): number =>
+  numberIn(env, name, fallback, (v) => Number.isInteger(v) && v >= min, `an integer >= ${min}`);
+
+const positive = (env: Env, name: string, fallback: number): number => numberIn(env, name, fallback, (v) => Number.isFinite(v) && v > 0, 'a number > 0');
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name]?.trim().toLowerCase();

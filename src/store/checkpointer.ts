@@ -11,8 +11,8 @@ const FRAME_HEADER = 24;
 export interface CheckpointerOptions {
   /** Called with the seconds each catch-up held the writer's connection (metrics). */
   onCheckpoint?: (seconds: number) => void;
-  /** The WAL's size that makes the writer catch up, in bytes; WAL_CATCH_UP_MB MiB unless set. */
-  catchUpBytes?: number;
+  /** The WAL's size in MiB that makes the writer catch up; WAL_CATCH_UP_MB unless set. */
+  walMb?: number;
 }
 
 /**
@@ -46,7 +46,7 @@ export interface CheckpointerOptions {
  * checkpointer's alone: stop() closes it once the tick in flight has ended.
  */
 export function checkpointer(writer: Knex, bulk: Knex, file: string, options: CheckpointerOptions = {}): { stop(): Promise<void> } {
-  const { onCheckpoint, catchUpBytes = WAL_CATCH_UP_MB * 2 ** 20 } = options;
+  const { onCheckpoint, walMb = WAL_CATCH_UP_MB } = options;
   let running: Promise<void> | undefined;
   // In frames of the file's own page size: a store made with 4 KiB pages keeps them (db.ts).
   let catchUpFrames: number | undefined;
@@ -60,7 +60,7 @@ export function checkpointer(writer: Knex, bulk: Knex, file: string, options: Ch
   const tick = async () => {
     if (catchUpFrames === undefined) {
       const [{ page_size: pageSize }] = (await bulk.raw('PRAGMA page_size')) as [{ page_size: number }];
-      catchUpFrames = Math.max(1, Math.floor(catchUpBytes / (pageSize + FRAME_HEADER)));
+      catchUpFrames = Math.max(1, Math.floor((walMb * 2 ** 20) / (pageSize + FRAME_HEADER)));
     }
     const [state] = (await bulk.raw('PRAGMA wal_checkpoint(PASSIVE)')) as [{ log: number }];
     if (state.log < catchUpFrames) return;

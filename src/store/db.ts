@@ -38,7 +38,7 @@ export interface OpenOptions {
 }
 
 export async function openDatabase(url: string | undefined, options: OpenOptions = {}): Promise<Database> {
-  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', { onCheckpoint: options.onCheckpoint, catchUpBytes: options.sqliteWalMb === undefined ? undefined : options.sqliteWalMb * 2 ** 20 });
+  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', { onCheckpoint: options.onCheckpoint, walMb: options.sqliteWalMb });
   try {
     if (db.dialect === 'sqlite') await checkSqliteVersion(db.knex);
     if (options.migrate !== false) await migrate(db);
