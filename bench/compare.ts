@@ -50,7 +50,7 @@ const cell =
     return row?.[column] === undefined ? undefined : parse(row[column]!);
   };
 /** A part of the 50% phase's slowest 1%, from the JSON's split (bench/split.ts). */
-const slowest = (part: keyof SplitMs) => (run: RunOutput) => (run.summary.evaluateHalfLoadSplitMs as PhaseSplit | null | undefined)?.slowest[part];
+const slowest = (part: Exclude<keyof SplitMs, 'duringCommit'>) => (run: RunOutput) => (run.summary.evaluateHalfLoadSplitMs as PhaseSplit | null | undefined)?.slowest[part];
 
 /** The figures compared, where each is read from, and which way is better. */
 const METRICS = [

@@ -1,7 +1,8 @@
 /**
  * Where a paced phase's answers spent their time, from the driver's clock and the server's
  * Server-Timing header (TPS_SERVER_TIMING): for all answers, and for the slowest 1%, whether the
- * tail is TPS's evaluation, its commit, or everything at once (a machine short of cores).
+ * tail is TPS's evaluation, its commit, or everything at once (a machine short of cores); and, with
+ * SQLite, how much of the commit's wait SQLite's checkpointer was at work (src/store/checkpointLog.ts).
  */
 
 /** Per answer, in milliseconds, index for index with the phase's latencies; NaN where a server sent no header. */
@@ -12,6 +13,17 @@ export interface AnswerParts {
   commit: Float64Array;
   /** The header's total: the evaluate handler's start to the answer's. */
   total: Float64Array;
+  /** How long of the commit's wait each part of SQLite's checkpointer ran; NaN where the header had none. */
+  bulk: Float64Array;
+  filesync: Float64Array;
+  catchup: Float64Array;
+}
+
+/** Means, in milliseconds, of how long of the commit's wait each part of SQLite's checkpointer ran (they may overlap one another). */
+export interface DuringCommitMs {
+  bulk: number;
+  filesync: number;
+  catchup: number;
 }
 
 /** Means, in milliseconds: latency = driver + http + evaluation + commit. */
@@ -26,6 +38,8 @@ export interface SplitMs {
   evaluation: number;
   /** Waiting for the group commit. */
   commit: number;
+  /** With SQLite: of the commit's wait, how long the checkpointer was at work. */
+  duringCommit?: DuringCommitMs;
 }
 
 export interface PhaseSplit {
@@ -36,7 +50,17 @@ export interface PhaseSplit {
 /** The index, in ascending order, of the p-th percentile of n values (nearest rank): the table's and the split's. */
 export const nearestRank = (n: number, p: number) => Math.min(n - 1, Math.ceil((p / 100) * n) - 1);
 
-export const newParts = (size: number): AnswerParts => ({ late: new Float64Array(size), evaluate: new Float64Array(size), commit: new Float64Array(size), total: new Float64Array(size) });
+const DURING = ['bulk', 'filesync', 'catchup'] as const;
+
+export const newParts = (size: number): AnswerParts => ({
+  late: new Float64Array(size),
+  evaluate: new Float64Array(size),
+  commit: new Float64Array(size),
+  total: new Float64Array(size),
+  bulk: new Float64Array(size),
+  filesync: new Float64Array(size),
+  catchup: new Float64Array(size),
+});
 
 const SERVER_TIMING = /(\w+);dur=([\d.]+)/g;
 
@@ -48,6 +72,7 @@ export function recordParts(parts: AnswerParts, i: number, late: number, header:
   parts.evaluate[i] = found.evaluate ?? NaN;
   parts.commit[i] = found.commit ?? NaN;
   parts.total[i] = found.total ?? NaN;
+  for (const part of DURING) parts[part][i] = found[part] ?? NaN;
 }
 
 function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): SplitMs {
@@ -60,6 +85,9 @@ function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): S
     http: round(sum((i) => latencies[i]! - parts.late[i]! - parts.total[i]!)),
     evaluation: round(sum((i) => parts.evaluate[i]!)),
     commit: round(sum((i) => parts.commit[i]!)),
+    ...(indexes.every((i) => !Number.isNaN(parts.bulk[i]!)) && {
+      duringCommit: Object.fromEntries(DURING.map((part) => [part, round(sum((i) => parts[part][i]!))])) as unknown as DuringCommitMs,
+    }),
   };
 }
 
@@ -74,4 +102,5 @@ export function phaseSplit(latencies: Float64Array, parts: AnswerParts): PhaseSp
 }
 
 export const describeSplit = (s: SplitMs) =>
-  `${s.latency} ms = driver ${s.driver} + HTTP ${s.http} + evaluation ${s.evaluation} + commit ${s.commit}`;
+  `${s.latency} ms = driver ${s.driver} + HTTP ${s.http} + evaluation ${s.evaluation} + commit ${s.commit}` +
+  (s.duringCommit ? ` (during the commit's wait: bulk checkpoint ${s.duringCommit.bulk}, file sync ${s.duringCommit.filesync}, catch-up ${s.duringCommit.catchup})` : '');

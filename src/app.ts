@@ -167,7 +167,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       policyVersions,
       stream: { maxQueue: settings.events.streamMaxQueue, pageSize: 200, heartbeatMs: settings.events.streamHeartbeatMs, stallMs: 60_000, retryMs: 2000 },
     });
-    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics), eventsRouter]) {
+    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics), eventsRouter]) {
       app.use(router.routes());
     }
 

@@ -3,6 +3,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import type { SqliteSync } from '../config/env.js';
+import { CheckpointLog } from './checkpointLog.js';
 import { checkpointer, type CheckpointerOptions } from './checkpointer.js';
 import { dialectOf, type Dialect } from './dialect.js';
 import { migrationSource } from './migrations.js';
@@ -22,6 +23,8 @@ export interface Database {
   dialect: Dialect;
   /** Where the data lives, for logs; never contains a password. */
   describe: string;
+  /** SQLite in a file: its checkpointer's recent work (Server-Timing). */
+  checkpoints?: CheckpointLog;
   close(): Promise<void>;
 }
 
@@ -123,12 +126,14 @@ function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerO
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
   // Checkpoints copy the WAL back from a connection of their own (checkpointer.ts), with the writer's synchronous setting.
-  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, checkpointing);
+  const log = memory ? undefined : new CheckpointLog();
+  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, { ...checkpointing, log });
   return {
     knex,
     reader,
     dialect: 'sqlite',
     describe: `sqlite:${file}`,
+    checkpoints: log,
     async close() {
       await checkpoints?.stop();
       if (reader !== knex) await reader.destroy();

@@ -202,7 +202,8 @@ function timing(header: string | null): Record<string, number> {
 
 // TPS_SERVER_TIMING splits an answer's time in TPS into the evaluation and the wait for its commit.
 // Another connection holds SQLite's write lock for a while, so the commit, and only the commit,
-// waits: a split that put the wait on the wrong side, or missed it, fails.
+// waits: a split that put the wait on the wrong side, or missed it, fails. The checkpointer's bulks
+// (every 100 ms) go on meanwhile, and the header says how long they ran during that wait.
 for (const mode of ['true', 'false']) {
   test(`TPS_SERVER_TIMING (TPS_EVALUATE_THREAD=${mode}) puts the wait for the commit under commit`, async (t) => {
     const tps = await startTps({ env: { TPS_EVALUATE_THREAD: mode, TPS_SERVER_TIMING: 'true' } });
@@ -214,8 +215,9 @@ for (const mode of ['true', 'false']) {
       const quick = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
       t.is(quick.status, 200);
       const q = timing(quick.headers.get('server-timing'));
-      t.deepEqual(Object.keys(q), ['evaluate', 'commit', 'total']);
+      t.deepEqual(Object.keys(q), ['evaluate', 'commit', 'total', 'bulk', 'filesync', 'catchup']);
       t.true(Math.abs(q.evaluate! + q.commit! - q.total!) <= 0.002, JSON.stringify(q));
+      for (const part of ['bulk', 'filesync', 'catchup']) t.true(q[part]! >= 0 && q[part]! <= q.commit! + 0.001, JSON.stringify(q));
 
       const HELD_MS = 300;
       await exec('BEGIN IMMEDIATE');
@@ -230,6 +232,7 @@ for (const mode of ['true', 'false']) {
       t.true(h.commit! >= HELD_MS * 0.8, `the commit waited for the lock: ${JSON.stringify(h)}`);
       t.true(h.evaluate! < HELD_MS * 0.5, `the evaluation did not: ${JSON.stringify(h)}`);
       t.true(h.total! <= roundTrip, `TPS's part fits in the client's round trip (${roundTrip} ms): ${JSON.stringify(h)}`);
+      t.true(h.bulk! > 0 && h.bulk! < h.commit!, `bulk checkpoints ran during the wait, not all of it: ${JSON.stringify(h)}`);
 
       // A client's mistake, and a service without the setting, send no such header.
       t.is((await post(`${tps.url}/api/evaluate`, '{"operationKey": ', tps.secretKey)).headers.get('server-timing'), null);

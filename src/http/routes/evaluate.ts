@@ -1,17 +1,21 @@
 import Router from '@koa/router';
 import coBody from 'co-body';
 import type { EvaluationRunner, EvaluationTiming } from '../../evaluate/runner.js';
+import { CHECKPOINT_KINDS, type CheckpointLog } from '../../store/checkpointLog.js';
 import type { Metrics } from '../metrics.js';
 import type { Middleware, TpsState } from '../middleware.js';
 
 /**
  * Server-Timing (W3C) for one answer, in milliseconds from the handler's start (the key checked):
  * `evaluate` to the evaluation's answer (reading the body, and the evaluation thread's round trip
- * when there is one), `commit` the wait for the group commit after it, `total` both.
+ * when there is one), `commit` the wait for the group commit after it, `total` both. With SQLite
+ * in a file, `bulk`, `filesync` and `catchup`: how much of the commit's wait each part of the
+ * checkpointer's work was running (checkpointer.ts), not an addend of `total`.
  */
-function serverTiming(start: number, evaluated: number, end: number): string {
+function serverTiming(start: number, evaluated: number, end: number, checkpoints: CheckpointLog | undefined): string {
   const ms = (d: number) => d.toFixed(3);
-  return `evaluate;dur=${ms(evaluated - start)}, commit;dur=${ms(end - evaluated)}, total;dur=${ms(end - start)}`;
+  const during = checkpoints ? CHECKPOINT_KINDS.map((kind) => `, ${kind.toLowerCase()};dur=${ms(checkpoints.overlap(kind, evaluated, end))}`).join('') : '';
+  return `evaluate;dur=${ms(evaluated - start)}, commit;dur=${ms(end - evaluated)}, total;dur=${ms(end - start)}${during}`;
 }
 
 /**
@@ -19,7 +23,7 @@ function serverTiming(start: number, evaluated: number, end: number): string {
  * decide), whose event is committed before the answer. The text is read here, with the size limit
  * and content-encoding handling of koa-bodyparser, and parsed where it is evaluated.
  */
-export function evaluateRoutes(guard: Middleware[], runner: EvaluationRunner, metrics: Metrics, options: { maxBodyBytes: number; serverTiming: boolean }): Router<TpsState> {
+export function evaluateRoutes(guard: Middleware[], runner: EvaluationRunner, metrics: Metrics, options: { maxBodyBytes: number; serverTiming: boolean; checkpoints?: CheckpointLog }): Router<TpsState> {
   const router = new Router<TpsState>();
   router.post('/api/evaluate', ...guard, async (ctx) => {
     const start = options.serverTiming ? performance.now() : 0;
@@ -27,7 +31,7 @@ export function evaluateRoutes(guard: Middleware[], runner: EvaluationRunner, me
     const text = await coBody.text(ctx, { limit: options.maxBodyBytes, encoding: 'utf8' });
     const answer = await runner.evaluate(ctx.state.principal.environment, text, timing);
     metrics.decisions.inc({ operation: answer.operationKey, decision: answer.decision });
-    if (timing) ctx.set('server-timing', serverTiming(start, timing.evaluated!, performance.now()));
+    if (timing) ctx.set('server-timing', serverTiming(start, timing.evaluated!, performance.now(), options.checkpoints));
     ctx.type = 'application/json';
     ctx.body = answer.json;
   });
