@@ -137,11 +137,18 @@ function writeTx(db: Statements, sql: typeof SQLITE_SQL): EventWriteTx {
 // An ingest batch's taken keys: their stored rows, as the statement that skipped them saw them.
 const TAKEN_COLUMNS = ['seq', ...EVENT_INSERT].join(', ');
 
-/** A trigger's steps that store the batch NEW.events, its reason rows and its time marks. */
-const SQLITE_STORE_BATCH = `
-    ${SQLITE_SQL.insertEvents('jsonb_each(NEW.events) WHERE true ORDER BY key', true)};
+/**
+ * A trigger's steps that store the batch NEW.events, its reason rows and its time marks. `strict`
+ * (evaluate's batches): a taken key fails the whole batch; otherwise (ingest's) it is skipped.
+ */
+const sqliteStoreBatch = (strict: boolean) => `
+    ${SQLITE_SQL.insertEvents('jsonb_each(NEW.events) WHERE true ORDER BY key', true)};${
+      strict
+        ? `
     SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.environment, events.telemetry_id')
-      WHERE NEW.strict AND (SELECT count(*) FROM events NOT INDEXED WHERE seq > NEW.base) < json_array_length(NEW.events);
+      WHERE (SELECT count(*) FROM events NOT INDEXED WHERE seq > NEW.base) < json_array_length(NEW.events);`
+        : ''
+    }
     INSERT INTO event_reasons (key, facet, seq) SELECT k.value, e.facet, e.seq
       ${SQLITE_SQL.addedReasons('jsonb_each(NEW.events)', 'events e', (keys) => `json_each(${keys}) AS k`)} WHERE e.seq > NEW.base;
     ${marksUpsertSql('(SELECT environment, created_at, seq FROM events NOT INDEXED WHERE seq > NEW.base)', SQLITE.bucket)};`;
@@ -151,25 +158,25 @@ const SQLITE_STORE_BATCH = `
  * view event_batches inserts its events, then their reason rows, then their time marks, as one
  * statement (and so, alone, as one transaction). All of it is TEMP, kept by the writer connection
  * and built from the code's own column lists. `base` is the highest seq before the batch: the
- * events the batch added are those above it (seq is AUTOINCREMENT, never reused); with `strict`, a
- * taken key fails the batch, without, it is skipped. Ingest's view, event_batches_new, first
+ * events the batch added are those above it (seq is AUTOINCREMENT, never reused). Evaluate's view
+ * fails a batch with a taken key; ingest's, event_batches_new, skips the key, and first
  * copies the stored rows of the batch's taken keys into event_batch_taken, within the same
  * statement, where no other writer (nor retention) can come between; the writer reads and empties
  * it next, before any other statement runs on the connection.
  */
 const SQLITE_BATCHES = `
-  CREATE TEMP VIEW IF NOT EXISTS event_batches (events, base, strict) AS SELECT NULL, NULL, NULL;
-  CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches BEGIN ${SQLITE_STORE_BATCH}
+  CREATE TEMP VIEW IF NOT EXISTS event_batches (events, base) AS SELECT NULL, NULL;
+  CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches BEGIN ${sqliteStoreBatch(true)}
   END;
-  CREATE TEMP VIEW IF NOT EXISTS event_batches_new (events, base, strict) AS SELECT NULL, NULL, NULL;
+  CREATE TEMP VIEW IF NOT EXISTS event_batches_new (events, base) AS SELECT NULL, NULL;
   CREATE TEMP TABLE IF NOT EXISTS event_batch_taken (${TAKEN_COLUMNS});
   CREATE TEMP TRIGGER IF NOT EXISTS event_batches_new_insert INSTEAD OF INSERT ON event_batches_new BEGIN
     INSERT INTO temp.event_batch_taken (${TAKEN_COLUMNS}) SELECT ${TAKEN_COLUMNS} FROM events WHERE ${SQLITE_SQL.storedUnder('jsonb_each(NEW.events)')};
-    ${SQLITE_STORE_BATCH}
+    ${sqliteStoreBatch(false)}
   END;`;
 const SQLITE_BASE = 'SELECT coalesce(max(seq), 0) AS base FROM events';
-const SQLITE_INSERT_ALONE = `INSERT INTO event_batches (events, base, strict) VALUES (?, (${SQLITE_BASE}), 1)`;
-const SQLITE_INSERT_NEW = `INSERT INTO event_batches_new (events, base, strict) VALUES (?, (${SQLITE_BASE}), 0)`;
+const SQLITE_INSERT_ALONE = `INSERT INTO event_batches (events, base) VALUES (?, (${SQLITE_BASE}))`;
+const SQLITE_INSERT_NEW = `INSERT INTO event_batches_new (events, base) VALUES (?, (${SQLITE_BASE}))`;
 const SQLITE_TAKEN = `DELETE FROM temp.event_batch_taken RETURNING ${TAKEN_COLUMNS}`;
 
 const SQLITE_DROP_BATCHES = `
