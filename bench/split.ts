@@ -5,6 +5,8 @@
  * SQLite, how much of the commit's wait SQLite's checkpointer was at work (src/store/checkpointLog.ts).
  */
 
+import { CHECKPOINT_KINDS, type CheckpointKind } from '../src/store/checkpointLog.js';
+
 /** Per answer, in milliseconds, index for index with the phase's latencies; NaN where a server sent no header. */
 export interface AnswerParts {
   /** From the instant the request was due to the instant the driver wrote it. */
@@ -13,18 +15,12 @@ export interface AnswerParts {
   commit: Float64Array;
   /** The header's total: the evaluate handler's start to the answer's. */
   total: Float64Array;
-  /** How long of the commit's wait each part of SQLite's checkpointer ran; NaN where the header had none. */
-  bulk: Float64Array;
-  filesync: Float64Array;
-  catchup: Float64Array;
+  /** How long of the commit's wait each part of SQLite's checkpointer ran, by its Server-Timing name; NaN where the header had none. */
+  during: Record<CheckpointKind, Float64Array>;
 }
 
 /** Means, in milliseconds, of how long of the commit's wait each part of SQLite's checkpointer ran (they may overlap one another). */
-export interface DuringCommitMs {
-  bulk: number;
-  filesync: number;
-  catchup: number;
-}
+export type DuringCommitMs = Record<CheckpointKind, number>;
 
 /** Means, in milliseconds: latency = driver + http + evaluation + commit. */
 export interface SplitMs {
@@ -50,16 +46,14 @@ export interface PhaseSplit {
 /** The index, in ascending order, of the p-th percentile of n values (nearest rank): the table's and the split's. */
 export const nearestRank = (n: number, p: number) => Math.min(n - 1, Math.ceil((p / 100) * n) - 1);
 
-const DURING = ['bulk', 'filesync', 'catchup'] as const;
+const perKind = <T>(value: (kind: CheckpointKind) => T) => Object.fromEntries(CHECKPOINT_KINDS.map((kind) => [kind, value(kind)])) as Record<CheckpointKind, T>;
 
 export const newParts = (size: number): AnswerParts => ({
   late: new Float64Array(size),
   evaluate: new Float64Array(size),
   commit: new Float64Array(size),
   total: new Float64Array(size),
-  bulk: new Float64Array(size),
-  filesync: new Float64Array(size),
-  catchup: new Float64Array(size),
+  during: perKind(() => new Float64Array(size)),
 });
 
 const SERVER_TIMING = /(\w+);dur=([\d.]+)/g;
@@ -72,7 +66,7 @@ export function recordParts(parts: AnswerParts, i: number, late: number, header:
   parts.evaluate[i] = found.evaluate ?? NaN;
   parts.commit[i] = found.commit ?? NaN;
   parts.total[i] = found.total ?? NaN;
-  for (const part of DURING) parts[part][i] = found[part] ?? NaN;
+  for (const kind of CHECKPOINT_KINDS) parts.during[kind][i] = found[kind] ?? NaN;
 }
 
 function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): SplitMs {
@@ -85,9 +79,7 @@ function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): S
     http: round(sum((i) => latencies[i]! - parts.late[i]! - parts.total[i]!)),
     evaluation: round(sum((i) => parts.evaluate[i]!)),
     commit: round(sum((i) => parts.commit[i]!)),
-    ...(indexes.every((i) => !Number.isNaN(parts.bulk[i]!)) && {
-      duringCommit: Object.fromEntries(DURING.map((part) => [part, round(sum((i) => parts[part][i]!))])) as unknown as DuringCommitMs,
-    }),
+    ...(indexes.every((i) => !Number.isNaN(parts.during.bulk[i]!)) && { duringCommit: perKind((kind) => round(sum((i) => parts.during[kind][i]!))) }),
   };
 }
 

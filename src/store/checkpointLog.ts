@@ -1,5 +1,8 @@
-/** What the checkpointer does that a commit can wait behind (checkpointer.ts): a bulk checkpoint, its sync of the file before a catch-up, a catch-up. */
-export const CHECKPOINT_KINDS = ['bulk', 'fileSync', 'catchUp'] as const;
+/**
+ * What the checkpointer does that a commit can wait behind (checkpointer.ts): a bulk checkpoint,
+ * its sync of the file before a catch-up, a catch-up. Also their names in Server-Timing.
+ */
+export const CHECKPOINT_KINDS = ['bulk', 'filesync', 'catchup'] as const;
 export type CheckpointKind = (typeof CHECKPOINT_KINDS)[number];
 
 /** Spans kept per kind: bulks run ten times a second, so this covers seconds, far longer than any wait for a commit. */
@@ -29,6 +32,16 @@ export class CheckpointLog {
       // A span overwritten before it ended (64 newer ones) keeps its successor's instants.
       if (ring.start[slot] === start) ring.end[slot] = end;
     };
+  }
+
+  /** Runs `work` as a span of `kind`, from `start` (now, unless told) until it settles. */
+  async span<T>(kind: CheckpointKind, work: () => PromiseLike<T>, start = performance.now()): Promise<T> {
+    const ended = this.begin(kind, start);
+    try {
+      return await work();
+    } finally {
+      ended();
+    }
   }
 
   /** Milliseconds of [from, to] during which a span of `kind` was running (spans of one kind never overlap). */

@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import type { Knex } from 'knex';
-import type { CheckpointKind, CheckpointLog } from './checkpointLog.js';
+import { CheckpointLog } from './checkpointLog.js';
 
 /** How often the WAL is copied back into the database file, from a connection of its own. */
 export const CHECKPOINT_MS = 100;
@@ -14,7 +14,7 @@ export interface CheckpointerOptions {
   onCheckpoint?: (seconds: number) => void;
   /** The WAL's size in MiB that makes the writer catch up; WAL_CATCH_UP_MB unless set. */
   walMb?: number;
-  /** Where each bulk and catch-up is logged as it runs (Server-Timing). */
+  /** Where each bulk, file sync and catch-up is logged as it runs (Server-Timing); one of its own unless given. */
   log?: CheckpointLog;
 }
 
@@ -48,18 +48,8 @@ export interface CheckpointerOptions {
  * fails (the database busy or gone) is simply tried again at the next tick. `bulk` is the
  * checkpointer's alone: stop() closes it once the tick in flight has ended.
  */
-/** Runs `work` as a span of `kind` in the log, if there is one. */
-async function logged<T>(log: CheckpointLog | undefined, kind: CheckpointKind, start: number, work: () => PromiseLike<T>): Promise<T> {
-  const ended = log?.begin(kind, start);
-  try {
-    return await work();
-  } finally {
-    ended?.();
-  }
-}
-
 export function checkpointer(writer: Knex, bulk: Knex, file: string, options: CheckpointerOptions = {}): { stop(): Promise<void> } {
-  const { onCheckpoint, walMb = WAL_CATCH_UP_MB, log } = options;
+  const { onCheckpoint, walMb = WAL_CATCH_UP_MB, log = new CheckpointLog() } = options;
   let running: Promise<void> | undefined;
   // In frames of the file's own page size: a store made with 4 KiB pages keeps them (db.ts).
   let catchUpFrames: number | undefined;
@@ -75,13 +65,13 @@ export function checkpointer(writer: Knex, bulk: Knex, file: string, options: Ch
       const [{ page_size: pageSize }] = (await bulk.raw('PRAGMA page_size')) as [{ page_size: number }];
       catchUpFrames = Math.max(1, Math.floor((walMb * 2 ** 20) / (pageSize + FRAME_HEADER)));
     }
-    const [state] = (await logged(log, 'bulk', performance.now(), () => bulk.raw('PRAGMA wal_checkpoint(PASSIVE)'))) as [{ log: number }];
+    const [state] = (await log.span('bulk', () => bulk.raw('PRAGMA wal_checkpoint(PASSIVE)'))) as [{ log: number }];
     if (state.log < catchUpFrames) return;
-    await logged(log, 'fileSync', performance.now(), syncFile);
+    await log.span('filesync', syncFile);
     // Counted from the moment it is queued: the wait for the commit ahead is part of what the
     // commits queued behind it see.
     const start = performance.now();
-    await logged(log, 'catchUp', start, () => writer.raw('PRAGMA wal_checkpoint(PASSIVE)'));
+    await log.span('catchup', () => writer.raw('PRAGMA wal_checkpoint(PASSIVE)'), start);
     onCheckpoint?.((performance.now() - start) / 1000);
   };
   const timer = setInterval(() => {

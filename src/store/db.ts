@@ -127,7 +127,7 @@ function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerO
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
   // Checkpoints copy the WAL back from a connection of their own (checkpointer.ts), with the writer's synchronous setting.
   const log = memory ? undefined : new CheckpointLog();
-  const checkpoints = memory ? undefined : checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, { ...checkpointing, log });
+  const checkpoints = log && checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, { ...checkpointing, log });
   return {
     knex,
     reader,

@@ -137,18 +137,17 @@ function writeTx(db: Statements, sql: typeof SQLITE_SQL): EventWriteTx {
 // An ingest batch's taken keys: their stored rows, as the statement that skipped them saw them.
 const TAKEN_COLUMNS = ['seq', ...EVENT_INSERT].join(', ');
 
+// Evaluate's batches: a taken key (the events added fewer than the batch) fails the whole batch.
+const SQLITE_TAKEN_KEY_FAILS = `
+    SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.environment, events.telemetry_id')
+      WHERE (SELECT count(*) FROM events NOT INDEXED WHERE seq > NEW.base) < json_array_length(NEW.events);`;
+
 /**
  * A trigger's steps that store the batch NEW.events, its reason rows and its time marks. `strict`
  * (evaluate's batches): a taken key fails the whole batch; otherwise (ingest's) it is skipped.
  */
 const sqliteStoreBatch = (strict: boolean) => `
-    ${SQLITE_SQL.insertEvents('jsonb_each(NEW.events) WHERE true ORDER BY key', true)};${
-      strict
-        ? `
-    SELECT RAISE(ABORT, 'UNIQUE constraint failed: events.environment, events.telemetry_id')
-      WHERE (SELECT count(*) FROM events NOT INDEXED WHERE seq > NEW.base) < json_array_length(NEW.events);`
-        : ''
-    }
+    ${SQLITE_SQL.insertEvents('jsonb_each(NEW.events) WHERE true ORDER BY key', true)};${strict ? SQLITE_TAKEN_KEY_FAILS : ''}
     INSERT INTO event_reasons (key, facet, seq) SELECT k.value, e.facet, e.seq
       ${SQLITE_SQL.addedReasons('jsonb_each(NEW.events)', 'events e', (keys) => `json_each(${keys}) AS k`)} WHERE e.seq > NEW.base;
     ${marksUpsertSql('(SELECT environment, created_at, seq FROM events NOT INDEXED WHERE seq > NEW.base)', SQLITE.bucket)};`;

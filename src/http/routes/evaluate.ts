@@ -14,7 +14,7 @@ import type { Middleware, TpsState } from '../middleware.js';
  */
 function serverTiming(start: number, evaluated: number, end: number, checkpoints: CheckpointLog | undefined): string {
   const ms = (d: number) => d.toFixed(3);
-  const during = checkpoints ? CHECKPOINT_KINDS.map((kind) => `, ${kind.toLowerCase()};dur=${ms(checkpoints.overlap(kind, evaluated, end))}`).join('') : '';
+  const during = checkpoints ? CHECKPOINT_KINDS.map((kind) => `, ${kind};dur=${ms(checkpoints.overlap(kind, evaluated, end))}`).join('') : '';
   return `evaluate;dur=${ms(evaluated - start)}, commit;dur=${ms(end - evaluated)}, total;dur=${ms(end - start)}${during}`;
 }
 
