@@ -1,33 +1,23 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import test from 'ava';
 import { readRun } from '../../bench/table.js';
+import { runScript } from '../helpers/script.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
 // `npm run bench` in its short mode, against the server from source: the output issue 7 asks for
 // (a table, then one JSON object as the last line), every phase including the floor, and every
 // promised event found in the store. No timing is asserted, only that each figure was measured.
 
-function runBench(env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/run.ts')], {
-    cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      BENCH_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
-      BENCH_NODE_ARGS: '--import tsx',
-      BENCH_SECONDS: '1',
-      BENCH_WARMUP_SECONDS: '1',
-      BENCH_CONNECTIONS: '4',
-      TPS_EVALUATE_THREAD: 'auto',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+function runBench(env: Record<string, string> = {}): ReturnType<typeof runScript> {
+  return runScript('bench/run.ts', {
+    BENCH_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
+    BENCH_NODE_ARGS: '--import tsx',
+    BENCH_SECONDS: '1',
+    BENCH_WARMUP_SECONDS: '1',
+    BENCH_CONNECTIONS: '4',
+    TPS_EVALUATE_THREAD: 'auto',
+    ...env,
   });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
 test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {

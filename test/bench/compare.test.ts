@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import test from 'ava';
+import { runScript } from '../helpers/script.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
 // `npm run bench:compare` in its shortest form: one pair, A the server from source as it is, B the
@@ -8,28 +8,19 @@ import { REPO_ROOT } from '../helpers/tps.js';
 // that every ratio is B's figure over A's from the same pair, not which side is faster.
 
 test('bench:compare runs A and B alternately with their own settings and reports B over A per pair', async (t) => {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/compare.ts')], {
-    cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      BENCH_A_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
-      BENCH_B_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
-      BENCH_B_ENV: 'TPS_EVALUATE_THREAD=false',
-      BENCH_NODE_ARGS: '--import tsx',
-      BENCH_PAIRS: '1',
-      BENCH_SECONDS: '1',
-      BENCH_WARMUP_SECONDS: '1',
-      BENCH_CONNECTIONS: '4',
-      TPS_EVALUATE_THREAD: 'auto',
-      // A small WAL, so that the 50% phase of a second holds catch-ups to report.
-      TPS_SQLITE_WAL_MB: '0.0625',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const { code, stdout, stderr } = await runScript('bench/compare.ts', {
+    BENCH_A_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
+    BENCH_B_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
+    BENCH_B_ENV: 'TPS_EVALUATE_THREAD=false',
+    BENCH_NODE_ARGS: '--import tsx',
+    BENCH_PAIRS: '1',
+    BENCH_SECONDS: '1',
+    BENCH_WARMUP_SECONDS: '1',
+    BENCH_CONNECTIONS: '4',
+    TPS_EVALUATE_THREAD: 'auto',
+    // A small WAL, so that the 50% phase of a second holds catch-ups to report.
+    TPS_SQLITE_WAL_MB: '0.0625',
   });
-  let [stdout, stderr] = ['', ''];
-  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise((resolve) => proc.once('exit', resolve));
   t.is(code, 0, stderr);
 
   // Each run's header says where evaluate ran: A with auto (SQLite, so the thread), B in the HTTP thread.
@@ -63,9 +54,7 @@ test('bench:compare runs A and B alternately with their own settings and reports
 });
 
 test('bench:compare refuses to compare a build with itself', async (t) => {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/compare.ts')], { cwd: REPO_ROOT, env: { ...process.env, BENCH_A_ENV: '', BENCH_B_ENV: '', BENCH_A_SERVER: '', BENCH_B_SERVER: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  t.is(await new Promise((resolve) => proc.once('exit', resolve)), 1);
+  const { code, stderr } = await runScript('bench/compare.ts', { BENCH_A_ENV: '', BENCH_B_ENV: '', BENCH_A_SERVER: '', BENCH_B_SERVER: '' });
+  t.is(code, 1);
   t.regex(stderr, /A and B are the same/);
 });
