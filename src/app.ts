@@ -116,6 +116,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       },
       settings.commitMaxBatch,
       settings.commitMaxDelayMs,
+      settings.commitWaitMs,
     );
     // Built only where it is used: an injected advisory port replaces it (and its metrics) entirely.
     const newAdvisor = () => createAdvisor({ ...settings.ai, metrics: registerAiMetrics(metrics.registry), logger });
@@ -138,7 +139,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       config.onSwap((next) => thread.setCatalog(next.source));
       closers.unshift(() => thread.close());
       await thread.ready;
-      evaluations = threadRunner(thread, (event) => committer.append(event));
+      evaluations = threadRunner(thread, committer);
       evaluationThread = thread;
     } else {
       evaluator = new Evaluator({
@@ -148,7 +149,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         advisor: options.advisor ?? advisoryPort(newAdvisor()),
         challengeTtlMs,
       });
-      evaluations = localRunner(evaluator, (event) => committer.append(event));
+      evaluations = localRunner(evaluator, committer);
     }
     metrics.evaluatesInThread.set(evaluationThread ? 1 : 0);
     const keys = new KeyRing(keyStore, settings.keyCacheMs);

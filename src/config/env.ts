@@ -21,6 +21,7 @@ export interface Settings {
   evaluateThread: 'auto' | 'true' | 'false';
   commitMaxBatch: number;
   commitMaxDelayMs: number;
+  commitWaitMs: number;
   /** SQLite's synchronous setting for commits (TPS_SQLITE_SYNC): full survives power loss, normal a crashed process. */
   sqliteSync: SqliteSync;
   /** SQLite's WAL size in MiB at which the writer catches up, holding commits for two syncs, and the WAL starts over (TPS_SQLITE_WAL_MB). */
@@ -93,6 +94,7 @@ export function readSettings(env: Env = process.env): Settings {
     evaluateThread: oneOf(env, 'TPS_EVALUATE_THREAD', ['auto', 'true', 'false'] as const, 'auto'),
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
     commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
+    commitWaitMs: int(env, 'TPS_COMMIT_WAIT_MS', 1),
     sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),
     sqliteWalMb: positive(env, 'TPS_SQLITE_WAL_MB', WAL_CATCH_UP_MB),
     serverTiming: bool(env, 'TPS_SERVER_TIMING', false),

@@ -1,4 +1,5 @@
 import type { Decision, EvaluateResponse } from '../api/types.js';
+import type { Expected } from '../record/groupCommit.js';
 import { prepareEvent, type PreparedEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
 import { storeUnavailable, type Evaluator } from './evaluator.js';
@@ -30,23 +31,33 @@ export interface EvaluationRunner {
 }
 
 type Evaluate = (environment: string, text: string) => Promise<{ answer: Answer; event: PreparedEvent }>;
-type Commit = (event: PreparedEvent) => Promise<void>;
+/** The group commit (record/groupCommit.ts), told of each event as its evaluation starts. */
+interface Commits {
+  expect(): Expected<PreparedEvent>;
+}
 
 /** Evaluates, then commits the event; the answer leaves only after its commit. */
-const runner = (evaluate: Evaluate, commit: Commit): EvaluationRunner => ({
+const runner = (evaluate: Evaluate, commits: Commits): EvaluationRunner => ({
   async evaluate(environment, text, timing) {
-    const { answer, event } = await evaluate(environment, text);
+    const coming = commits.expect();
+    let evaluated: Awaited<ReturnType<Evaluate>>;
+    try {
+      evaluated = await evaluate(environment, text);
+    } catch (err) {
+      coming.withdraw();
+      throw err;
+    }
     if (timing) timing.evaluated = performance.now();
-    await commit(event).catch(storeUnavailable);
-    return answer;
+    await coming.append(evaluated.event).catch(storeUnavailable);
+    return evaluated.answer;
   },
 });
 
-export const threadRunner = (thread: EvaluationThread, commit: Commit): EvaluationRunner => runner((environment, text) => thread.evaluate(environment, text), commit);
+export const threadRunner = (thread: EvaluationThread, commits: Commits): EvaluationRunner => runner((environment, text) => thread.evaluate(environment, text), commits);
 
 /** In this thread: the evaluator has no `record` of its own; the runner commits, as for the thread. */
-export const localRunner = (evaluator: Evaluator, commit: Commit): EvaluationRunner =>
+export const localRunner = (evaluator: Evaluator, commits: Commits): EvaluationRunner =>
   runner(async (environment, text) => {
     const { response, event } = await evaluateBody(evaluator, environment, text);
     return { answer: answerOf(response), event: prepareEvent(event) };
-  }, commit);
+  }, commits);

@@ -1,18 +1,35 @@
+/** An item on its way to a GroupCommitter (an evaluation under way): see GroupCommitter.expect. */
+export interface Expected<T> {
+  /** Appends the item it stood for. */
+  append(item: T): Promise<void>;
+  /** It will not come (its evaluation failed): batches stop waiting for it. */
+  withdraw(): void;
+}
+
 /**
  * Group commit: events that arrive while a transaction is open wait for the next one, so many
  * concurrent evaluations share one commit (and one fsync). Each caller's promise settles when the
  * transaction holding its event has committed, or rejects if it failed: an answer is never sent
  * for an event that is not stored.
+ *
+ * When the writer is idle, a batch waits for the items announced as on their way (expect), up to
+ * maxWaitMs, rather than committing without them: a commit has a fixed cost (its sync, two
+ * hand-offs) whatever its size, and the evaluations already under way would otherwise each wait
+ * behind a commit of one or two events. With nothing on its way the batch goes at once, so a
+ * lone evaluation waits for nothing (bench/ROUNDS.md, twenty-second round).
  */
 export class GroupCommitter<T> {
   private pending: { item: T; resolve: () => void; reject: (err: unknown) => void }[] = [];
   private flushing = false;
   private scheduled = false;
+  private underway = 0;
+  private waiting: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly write: (items: T[]) => Promise<void>,
     private readonly maxBatch: number,
     private readonly maxDelayMs: number,
+    private readonly maxWaitMs = 0,
   ) {}
 
   append(item: T): Promise<void> {
@@ -23,8 +40,38 @@ export class GroupCommitter<T> {
     });
   }
 
+  /** Announces an item on its way; the batch it would join may wait for it (maxWaitMs). */
+  expect(): Expected<T> {
+    this.underway++;
+    let settled = false;
+    const arrive = () => {
+      if (settled) return false;
+      settled = true;
+      this.underway--;
+      return true;
+    };
+    return {
+      append: (item) => {
+        arrive();
+        return this.append(item);
+      },
+      withdraw: () => {
+        if (arrive()) this.schedule();
+      },
+    };
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.flushing) return;
+    if (this.scheduled || this.flushing || this.pending.length === 0) return;
+    if (this.underway > 0 && this.maxWaitMs > 0) {
+      this.waiting ??= setTimeout(() => {
+        this.waiting = undefined;
+        void this.flush();
+      }, this.maxWaitMs);
+      return;
+    }
+    clearTimeout(this.waiting);
+    this.waiting = undefined;
     this.scheduled = true;
     // With no delay, the batch is whatever arrived during this turn of the event loop.
     const run = () => {
@@ -37,6 +84,8 @@ export class GroupCommitter<T> {
 
   private async flush(): Promise<void> {
     if (this.flushing || this.pending.length === 0) return;
+    clearTimeout(this.waiting);
+    this.waiting = undefined;
     this.flushing = true;
     const batch = this.pending.splice(0, this.maxBatch);
     try {

@@ -246,3 +246,27 @@ for (const mode of ['true', 'false']) {
     }
   });
 }
+
+// The group commit waits for evaluations under way (TPS_COMMIT_WAIT_MS), so one that fails must
+// say it will bring no event. With a wait of a minute, a failed evaluation that did not would hold
+// the next answer past ava's timeout; no time is measured.
+for (const thread of ['true', 'false']) {
+  test(`[sqlite] evaluations that fail do not hold the next commit (TPS_EVALUATE_THREAD=${thread})`, async (t) => {
+    const tps = await startTps({ env: { TPS_EVALUATE_THREAD: thread, TPS_COMMIT_WAIT_MS: '60000' } });
+    try {
+      const failed = await Promise.all([post(`${tps.url}/api/evaluate`, { operationKey: 'customer.create' }, tps.secretKey), post(`${tps.url}/api/evaluate`, { ...samples.createCustomer(), operationKey: 'no.such_operation' }, tps.secretKey)]);
+      t.deepEqual(
+        failed.map((r) => r.status),
+        [400, 422],
+      );
+      const answered = await Promise.all(REQUESTS.map((body) => post(`${tps.url}/api/evaluate`, body, tps.secretKey)));
+      t.deepEqual(
+        answered.map((r) => r.status),
+        REQUESTS.map(() => 200),
+      );
+      for (const res of answered) t.truthy(await tps.tps.events.get(tps.environment, res.body.telemetryId));
+    } finally {
+      await tps.close();
+    }
+  });
+}

@@ -51,6 +51,68 @@ test('the event writer commits concurrent appends in shared transactions, and ea
   }
 });
 
+/** A committer over a real store whose batches are recorded, for the tests of when a batch goes. */
+async function recorded(maxWaitMs: number, run: (c: GroupCommitter<EventRecord>, batches: number[][], store: KnexEventStore) => Promise<void>): Promise<void> {
+  const fresh = freshDatabase('sqlite');
+  const db = await openDatabase(fresh.url);
+  try {
+    const store = new KnexEventStore(db);
+    const batches: number[][] = [];
+    const committer = new GroupCommitter<EventRecord>(
+      async (items) => {
+        batches.push(items.map((e) => e.createdAt - event(0).createdAt));
+        await store.insertBatch(items);
+      },
+      64,
+      0,
+      maxWaitMs,
+    );
+    await run(committer, batches, store);
+  } finally {
+    await db.close();
+    await fresh.drop();
+  }
+}
+const turn = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+test('a batch waits for the events announced as on their way, then goes with them', async (t) => {
+  await recorded(60_000, async (committer, batches, store) => {
+    const [a, b, c] = [committer.expect(), committer.expect(), committer.expect()];
+    const first = a.append(event(1));
+    await turn();
+    t.deepEqual(batches, [], 'two events are still on their way: the batch waits');
+    const second = b.append(event(2));
+    await turn();
+    t.deepEqual(batches, []);
+    // The last one fails: nothing is on its way any more, and the batch goes without a wait.
+    c.withdraw();
+    c.withdraw();
+    await Promise.all([first, second]);
+    t.deepEqual(batches, [[1, 2]]);
+    t.is(await store.count('unit'), 2);
+  });
+});
+
+// No timing is asserted: a wait that should not happen would be of a minute, past ava's timeout.
+test('with nothing on its way a batch goes at once, whatever maxWaitMs', async (t) => {
+  await recorded(60_000, async (committer, batches) => {
+    await committer.expect().append(event(1));
+    await committer.append(event(2));
+    t.deepEqual(batches, [[1], [2]]);
+  });
+});
+
+test('an announced event that never comes is waited for no longer than maxWaitMs', async (t) => {
+  await recorded(100, async (committer, batches) => {
+    const late = committer.expect();
+    await committer.expect().append(event(1));
+    t.deepEqual(batches, [[1]]);
+    // It comes at last, alone: nothing else is on its way.
+    await late.append(event(2));
+    t.deepEqual(batches, [[1], [2]]);
+  });
+});
+
 test('[sqlite] the writer connection a commit keeps for the next goes at once to another writer, a read and closing, even mid-commit', async (t) => {
   const fresh = freshDatabase('sqlite');
   let db = await openDatabase(fresh.url);
