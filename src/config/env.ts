@@ -21,6 +21,7 @@ export interface Settings {
   evaluateThread: 'auto' | 'true' | 'false';
   commitMaxBatch: number;
   commitMaxDelayMs: number;
+  /** How long an idle writer's batch may wait for the events of evaluations under way (TPS_COMMIT_WAIT_MS, record/groupCommit.ts). */
   commitWaitMs: number;
   /** SQLite's synchronous setting for commits (TPS_SQLITE_SYNC): full survives power loss, normal a crashed process. */
   sqliteSync: SqliteSync;
