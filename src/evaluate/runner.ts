@@ -40,16 +40,13 @@ interface Commits {
 const runner = (evaluate: Evaluate, commits: Commits): EvaluationRunner => ({
   async evaluate(environment, text, timing) {
     const coming = commits.expect();
-    let evaluated: Awaited<ReturnType<Evaluate>>;
-    try {
-      evaluated = await evaluate(environment, text);
-    } catch (err) {
+    const { answer, event } = await evaluate(environment, text).catch((err: unknown) => {
       coming.withdraw();
       throw err;
-    }
+    });
     if (timing) timing.evaluated = performance.now();
-    await coming.append(evaluated.event).catch(storeUnavailable);
-    return evaluated.answer;
+    await coming.append(event).catch(storeUnavailable);
+    return answer;
   },
 });
 

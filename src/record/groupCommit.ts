@@ -70,8 +70,7 @@ export class GroupCommitter<T> {
       }, this.maxWaitMs);
       return;
     }
-    clearTimeout(this.waiting);
-    this.waiting = undefined;
+    // A wait under way ends with the flush below (flush clears it).
     this.scheduled = true;
     // With no delay, the batch is whatever arrived during this turn of the event loop.
     const run = () => {

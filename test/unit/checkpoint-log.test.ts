@@ -45,6 +45,6 @@ test('span logs work from its start until it settles, failed or not', async (t) 
   const later = performance.now() + 60_000;
   for (const kind of ['bulk', 'filesync'] as const) {
     const ran = log.overlap(kind, start, later);
-    t.true(ran >= 0 && ran < 60_000, `${kind} ended when its work settled: ${ran} ms`);
+    t.true(ran > 0 && ran < 60_000, `${kind} was logged, and ended when its work settled: ${ran} ms`);
   }
 });
