@@ -57,8 +57,10 @@ const METRICS = [
   { key: 'evaluateRps', label: 'evaluate req/s', read: cell(FULL, 'req/s'), higherIsBetter: true },
   { key: 'evaluateCpuUs', label: 'evaluate CPU µs/answer', read: cell(FULL, 'server CPU µs/req'), higherIsBetter: false },
   { key: 'evaluateSwitches', label: 'evaluate switches/answer', read: cell(FULL, 'switches/req'), higherIsBetter: false },
+  { key: 'evaluateCoreWaitUs', label: 'evaluate core wait µs/answer', read: cell(FULL, 'core wait µs/req'), higherIsBetter: false },
   { key: 'halfLoadP99Ms', label: '50% p99 ms', read: cell(PACED, 'p99 ms'), higherIsBetter: false },
   { key: 'halfLoadCpuUs', label: '50% CPU µs/answer', read: cell(PACED, 'server CPU µs/req'), higherIsBetter: false },
+  { key: 'halfLoadCoreWaitUs', label: '50% core wait µs/answer', read: cell(PACED, 'core wait µs/req'), higherIsBetter: false },
   // "2 × 4.87": the catch-up's mean, what the commits queued behind it waited for.
   { key: 'halfLoadCatchUpMs', label: '50% catch-up ms', read: cell(PACED, 'checkpoints/s × ms', (text) => Number.parseFloat(text.split('×')[1] ?? '')), higherIsBetter: false },
   { key: 'halfLoadSlowestEvaluationMs', label: '50% slowest 1%: evaluation ms', read: slowest('evaluation'), higherIsBetter: false },

@@ -116,6 +116,16 @@ export function contextSwitches(pid: number): number {
   );
 }
 
+/**
+ * Seconds every thread of the process plus its descendants has spent runnable but waiting for a
+ * core (the second field of /proc/PID/task/TID/schedstat: from being woken or preempted to running
+ * again); undefined where the kernel keeps no schedstat. A thread that ended takes its time with it.
+ */
+export function coreWaitSeconds(pid: number): number | undefined {
+  if (!fs.existsSync('/proc/self/schedstat')) return undefined;
+  return sum(tree(pid), (p) => sum(fs.readdirSync(`/proc/${p}/task`), (t) => Number(fs.readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ')[1]) / 1e9));
+}
+
 /** Bytes the process plus its descendants have caused to be written to storage (/proc/PID/io write_bytes). */
 export function writtenBytes(pid: number): number {
   return sum(tree(pid), (p) => Number(/^write_bytes:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${p}/io`, 'utf8'))?.[1] ?? 0));

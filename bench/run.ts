@@ -8,7 +8,7 @@ import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, r
 import { paced } from './paced.js';
 import { describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
-import { contextSwitches, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
+import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 
@@ -75,6 +75,7 @@ interface CurvePoint {
   p99Ms: number;
   cpuUs: number;
   switches: number;
+  coreWaitUs: number;
   floorP99Ms?: number;
 }
 
@@ -96,6 +97,11 @@ interface Row {
    * woken, which costs CPU of its own (much more on a VM) and is what a hand-off between threads adds.
    */
   switches: number;
+  /**
+   * µs per 2xx answer that the server's threads spent runnable but waiting for a core (schedstat):
+   * a machine short of cores, which CPU time alone does not show. NaN without schedstat.
+   */
+  coreWaitUs: number;
   /** Cores kept busy by processes other than the server and this driver during the phase. */
   otherCores: number;
   /** KB the server wrote to storage per 2xx answer (the SQLite file and its WAL); NaN where not its own process's writes. */
@@ -121,8 +127,10 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   const m0 = machineBusySeconds();
   const w0 = writtenBytes(serverPid);
   const x0 = contextSwitches(serverPid);
+  const q0 = coreWaitSeconds(serverPid);
   const result = await run();
   const switches = contextSwitches(serverPid) - x0;
+  const q1 = coreWaitSeconds(serverPid);
   const written = writtenBytes(serverPid) - w0;
   const server = cpuSeconds(serverPid) - s0;
   const other = machineBusySeconds() - m0 - server - (cpuSeconds('self') - c0);
@@ -131,6 +139,7 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
     result,
     cpuUs: result.ok ? Math.round((server / result.ok) * 1e6) : NaN,
     switches: result.ok ? round(Math.max(0, switches) / result.ok, 2) : NaN,
+    coreWaitUs: result.ok && q0 !== undefined && q1 !== undefined ? Math.round((Math.max(0, q1 - q0) / result.ok) * 1e6) : NaN,
     otherCores: round(Math.max(0, other) / result.seconds, 2),
     // PostgreSQL's writes are its own processes', not the server's.
     writtenKb: result.ok && !cfg.databaseUrl ? round(written / 1024 / result.ok, 1) : NaN,
@@ -139,8 +148,8 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   };
 }
 
-function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; otherCores: number; writtenKb: number; figures?: PhaseFigures }, record = true): Row {
-  const { cpuUs, switches, otherCores, writtenKb, figures } = meter;
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; coreWaitUs: number; otherCores: number; writtenKb: number; figures?: PhaseFigures }, record = true): Row {
+  const { cpuUs, switches, coreWaitUs, otherCores, writtenKb, figures } = meter;
   // A sorted copy: the paced phases' parts (split.ts) are matched to the latencies by index.
   const sorted = m.latencies.slice().sort();
   const pct = (p: number) => (sorted.length ? round(sorted[nearestRank(sorted.length, p)]!) : NaN);
@@ -157,6 +166,7 @@ function summarize(phase: string, rate: string, m: { ok: number; failed: number;
     max: sorted.length ? round(sorted[sorted.length - 1]!) : NaN,
     cpuUs,
     switches,
+    coreWaitUs,
     otherCores,
     writtenKb,
     figures,
@@ -300,7 +310,7 @@ async function runDiskFloor(half: Row | undefined): Promise<Row | undefined> {
   if (!half || !(perCommit > 0) || !Number.isFinite(half.writtenKb)) return undefined;
   const commitsPerSecond = half.rps / perCommit;
   const result = await diskFloor(commitsPerSecond, half.writtenKb * 1024 * perCommit, cfg.seconds);
-  return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, switches: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });
+  return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, switches: NaN, coreWaitUs: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });
 }
 
 // tps_evaluation_thread's values, as the run's header says them.
@@ -392,7 +402,7 @@ async function main(): Promise<void> {
           row = phase.row;
           answered += phase.answers;
         }
-        curve.push({ percent, rate, rps: row.rps, p50Ms: row.p50, p99Ms: row.p99, cpuUs: row.cpuUs, switches: row.switches });
+        curve.push({ percent, rate, rps: row.rps, p50Ms: row.p50, p99Ms: row.p99, cpuUs: row.cpuUs, switches: row.switches, coreWaitUs: row.coreWaitUs });
       }
     } else if (cfg.phases.has('curve')) {
       log('  curve: needs the evaluate phase, whose maximum it takes shares of; skipped');
@@ -468,13 +478,13 @@ async function waitListening(url: string, child: Child): Promise<void> {
 }
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
-  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
+  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'core wait µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
   // '-' where a figure is missing: several workers, or a server (the baseline) without it.
   const show = (digits: number, ...xs: (number | undefined)[]) => (xs.some((x) => x === undefined || Number.isNaN(x)) ? '-' : xs.map((x) => round(x!, digits)).join('/'));
   const body = rows.map((r) => {
     const f = r.figures;
     const checkpoints = f?.checkpointsPerS ? `${show(1, f.checkpointsPerS)} × ${show(2, f.checkpointMeanMs)}` : '-';
-    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(2, r.switches), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
+    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(2, r.switches), show(0, r.coreWaitUs), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
