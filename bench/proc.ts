@@ -116,13 +116,16 @@ export function contextSwitches(pid: number): number {
   );
 }
 
+/** Whether the kernel keeps schedstat (CONFIG_SCHED_INFO), which coreWaitSeconds reads. */
+export const KEEPS_SCHEDSTAT = fs.existsSync('/proc/self/schedstat');
+
 /**
  * Seconds every thread of the process plus its descendants has spent runnable but waiting for a
  * core (the second field of /proc/PID/task/TID/schedstat: from being woken or preempted to running
  * again); undefined where the kernel keeps no schedstat. A thread that ended takes its time with it.
  */
 export function coreWaitSeconds(pid: number): number | undefined {
-  if (!fs.existsSync('/proc/self/schedstat')) return undefined;
+  if (!KEEPS_SCHEDSTAT) return undefined;
   return sum(tree(pid), (p) => sum(fs.readdirSync(`/proc/${p}/task`), (t) => Number(fs.readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ')[1]) / 1e9));
 }
 
