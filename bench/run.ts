@@ -54,7 +54,7 @@ const cfg = {
   /** The load curve's points (phase `curve`), as percents of evaluate's maximum. */
   curve: percents('BENCH_CURVE', [10, 25, 75]),
   databaseUrl: process.env.BENCH_DATABASE_URL || undefined,
-  // Several workers share challenges and velocity counts through Redis (src/cluster.ts).
+  // Several workers share challenges and velocity counts through Redis (src/cluster/primary.ts).
   redisUrl: process.env.BENCH_REDIS_URL || (workers > 1 ? 'redis://127.0.0.1:6379' : undefined),
   phases: new Set((process.env.BENCH_PHASES || 'baseline,evaluate,ingest,half,floor,disk').split(',').map((s) => s.trim())),
   /**

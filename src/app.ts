@@ -28,6 +28,7 @@ import { watchConfig, type ReloadOutcome } from './policy/watch.js';
 import { GroupCommitter } from './record/groupCommit.js';
 import { openDatabase, type Database } from './store/db.js';
 import { KnexEventStore, type PreparedEvent } from './store/eventStore.js';
+import type { EventWriter } from './store/eventWriteTx.js';
 import { KnexKeyStore } from './store/keyStore.js';
 import { PolicyVersionStore } from './store/policyVersionStore.js';
 import { openState } from './state/open.js';
@@ -67,8 +68,10 @@ export interface TpsOptions {
   advisor?: AdvisoryPort;
   /** Key prefix for Redis state, so several instances or test runs can share one Redis. */
   redisPrefix?: string;
-  /** False when another process has already migrated the store (cluster workers: src/cluster.ts). */
+  /** False when another process has already migrated the store (cluster workers: src/cluster/primary.ts). */
   migrate?: boolean;
+  /** SQLite shared with other processes (cluster workers): where the events' commits go instead of this process's writer (src/cluster/eventCommits.ts). */
+  eventCommits?: (local: EventWriter) => EventWriter;
 }
 
 /** Builds the whole service from settings: store, configuration, state, evaluator and HTTP app. */
@@ -97,7 +100,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     const state = openState(settings.redisUrl, options.redisPrefix);
     closers.push(() => state.close());
 
-    const events = new KnexEventStore(db);
+    const events = new KnexEventStore(db, { commits: db.dialect === 'sqlite' ? options.eventCommits : undefined });
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });
     const retention = new RetentionPruner(events, { days: settings.events.retentionDays, intervalMs: 60_000, batch: 1000, pauseMs: 50, logger });

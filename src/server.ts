@@ -1,5 +1,6 @@
 import { createTps, type Tps, type TpsOptions } from './app.js';
-import { isClusterPrimary, isClusterWorker, runPrimary } from './cluster.js';
+import { committedByPrimary } from './cluster/eventCommits.js';
+import { isClusterPrimary, isClusterWorker, runPrimary } from './cluster/primary.js';
 import { readSettings, type Settings } from './config/env.js';
 import { createLogger, type Logger } from './http/logger.js';
 import { ConfigError } from './policy/problems.js';
@@ -8,9 +9,10 @@ import { ConfigError } from './policy/problems.js';
 async function main(): Promise<void> {
   const settings = readSettings();
   const logger = createLogger(settings.logLevel);
-  // TPS_WORKERS > 1: this process prepares the store once and supervises the workers (src/cluster.ts).
+  // TPS_WORKERS > 1: this process prepares the store once and supervises the workers (src/cluster/primary.ts).
   if (isClusterPrimary(settings)) return runPrimary(settings, logger, async () => (await boot(settings, logger)).close());
-  const tps = await boot(settings, logger, { migrate: !isClusterWorker() });
+  // A worker's SQLite events are committed by the primary, the file's one writer.
+  const tps = await boot(settings, logger, isClusterWorker() ? { migrate: false, eventCommits: committedByPrimary } : {});
   const { url } = await tps.listen();
   logger.info({ url, store: tps.db.describe, configVersion: tps.config.current().versionId }, 'TPS listening');
 

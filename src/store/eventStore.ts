@@ -3,7 +3,7 @@ import type { DecisionEvent } from '../api/types.js';
 import { filteredEvents, predicateCount, type EventFilter } from './eventFilter.js';
 import type { Database } from './db.js';
 import { fromRow, type EventRow } from './eventRows.js';
-import { postgresEventWriter, sqliteEventWriter } from './eventWriteTx.js';
+import { postgresEventWriter, sqliteEventWriter, type EventWriter } from './eventWriteTx.js';
 import { EventWrites, type PreparedEvent } from './eventWrites.js';
 import { hasFacetFilter, matchingFacets } from './facets.js';
 import { hasReason, reasonKey } from './reasonIndex.js';
@@ -64,12 +64,14 @@ export class KnexEventStore implements EventStore {
   private readonly writes: EventWrites;
   private readonly probeWindow: number;
 
-  constructor(db: Database, options: { probeWindow?: number } = {}) {
+  /** `commits`: where the events' commits go instead of this store's own writer (a cluster worker's, src/cluster/eventCommits.ts). */
+  constructor(db: Database, options: { probeWindow?: number; commits?: (local: EventWriter) => EventWriter } = {}) {
     this.knex = db.knex;
     this.reader = db.reader;
     this.postgres = db.dialect === 'postgres';
     this.probeWindow = options.probeWindow ?? PROBE_WINDOW;
-    this.writes = new EventWrites(this.postgres ? postgresEventWriter(db.knex) : sqliteEventWriter(db.knex));
+    const writer = this.postgres ? postgresEventWriter(db.knex) : sqliteEventWriter(db.knex);
+    this.writes = new EventWrites(options.commits ? options.commits(writer) : writer);
   }
 
   /** Stores a batch in one transaction; a clash with a stored telemetryId fails the whole batch. */

@@ -33,10 +33,10 @@ function startServer(env: Record<string, string>) {
 }
 
 /** One request on a connection of its own, so the cluster may hand it to any worker. */
-function post(port: number, body: unknown, key: string): Promise<{ status: number; body: any }> {
+function post(port: number, body: unknown, key: string, route = '/api/evaluate'): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: '/api/evaluate', method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } },
+      { host: '127.0.0.1', port, path: route, method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } },
       (res) => {
         let text = '';
         res.on('data', (d: Buffer) => (text += d.toString()));
@@ -85,7 +85,7 @@ test('several workers need REDIS_URL, and say so instead of starting', async (t)
   t.regex(server.stderr(), /TPS_WORKERS=2 needs REDIS_URL/);
 });
 
-test('TPS_WORKERS=2 serves from two workers sharing one store and Redis, and stops gracefully', async (t) => {
+test('TPS_WORKERS=2 serves from two workers sharing one store and Redis, the primary committing their events, and stops gracefully', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-cluster-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'tps.sqlite');
@@ -123,6 +123,31 @@ test('TPS_WORKERS=2 serves from two workers sharing one store and Redis, and sto
   t.true(burst.every((r) => r.status === 200));
   evaluations += burst.length;
 
+  // Ingest commits through the primary too, which hands back the stored row of a taken telemetryId
+  // (its explanation a Buffer) for the worker to compare: a repeat is a duplicate, other content a conflict.
+  const record = {
+    telemetryId: `ing-${crypto.randomUUID()}`,
+    operationKey: 'invoice.export',
+    actorId: 'u-ingest',
+    resourceType: 'invoice',
+    resourceId: 'inv-1',
+    requestSummary: { requestedCount: 1200 },
+    decision: 'deny',
+    score: 72.5,
+    reasons: ['bulk_or_export_volume'],
+    normalizedSignals: { bulk_or_export_volume: 0.8 },
+  };
+  const ingested = await post(port, record, secretKey, '/api/events/ingest');
+  t.is(ingested.status, 201);
+  for (let i = 0; i < 4; i++) {
+    const repeat = await post(port, record, secretKey, '/api/events/ingest');
+    t.is(repeat.status, 200);
+    t.true(repeat.body.duplicate);
+    const other = await post(port, { ...record, score: 10 }, secretKey, '/api/events/ingest');
+    t.is(other.status, 409);
+    t.is(other.body.error.code, 'telemetry_id_conflict');
+  }
+
   server.proc.kill('SIGTERM');
   t.is(await server.exited, 0);
   t.deepEqual(childrenOf(server.proc.pid!), []);
@@ -131,7 +156,7 @@ test('TPS_WORKERS=2 serves from two workers sharing one store and Redis, and sto
   const db = knexFactory({ client: 'sqlite3', connection: { filename: file }, useNullAsDefault: true });
   try {
     const row = await db('events').where({ environment }).count<{ n: number }[]>({ n: '*' }).first();
-    t.is(Number(row?.n), evaluations);
+    t.is(Number(row?.n), evaluations + 1);
   } finally {
     await db.destroy();
   }

@@ -1,19 +1,28 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { Settings } from './config/env.js';
-import type { Logger } from './http/logger.js';
+import type { Settings } from '../config/env.js';
+import type { Logger } from '../http/logger.js';
+import { openDatabase } from '../store/db.js';
+import { sqliteEventWriter } from '../store/eventWriteTx.js';
+import { commitWorkersEvents } from './eventCommits.js';
 
 /**
  * TPS_WORKERS > 1 (node:cluster). The primary prepares the store once (migrations, key bootstrap,
  * policy versions: `prepare`), then forks the workers; each builds its own service and listens on
  * the same port, and the primary hands connections out. The primary serves no request itself.
  * SIGTERM and SIGINT stop the workers gracefully (each drains its group commit first), SIGHUP is
- * passed on to them, and a worker that dies after it started is replaced.
+ * passed on to them, and a worker that dies after it started is replaced. With SQLite the primary
+ * also commits the workers' events, as the file's one writer (eventCommits.ts).
  */
 export async function runPrimary(settings: Settings, logger: Logger, prepare: () => Promise<void>): Promise<void> {
   // Challenges and velocity counts must be seen by every worker, or a step-up retry that lands on
   // another worker than its challenge would fail: several workers share state through Redis.
   if (!settings.redisUrl) throw new Error(`TPS_WORKERS=${settings.workers} needs REDIS_URL: step-up challenges and velocity counts are shared between workers through Redis`);
   await prepare();
+  const db = await openDatabase(settings.databaseUrl, { migrate: false, sqliteSync: settings.sqliteSync, sqliteWalMb: settings.sqliteWalMb });
+  if (db.dialect === 'sqlite') commitWorkersEvents(sqliteEventWriter(db.knex), settings.workers);
+  // Structured clone rather than JSON: a batch's rows are JSON text, which JSON would escape again,
+  // and the stored rows that ingest reads back carry Buffers.
+  cluster.setupPrimary({ serialization: 'advanced' });
 
   let stopping = false;
   const listening = new Set<Worker>();
@@ -50,6 +59,8 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
           }),
       ),
     );
+    // Only once every worker has drained its commits through it.
+    await db.close().catch(() => undefined);
     process.exit(exitCode);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stop(0));

@@ -1,0 +1,83 @@
+import cluster from 'node:cluster';
+import { GroupCommitter } from '../record/groupCommit.js';
+import type { EventRow } from '../store/eventRows.js';
+import type { EventInsert, EventWriter } from '../store/eventWriteTx.js';
+
+/**
+ * Several workers on one SQLite file (TPS_WORKERS > 1): the primary commits every worker's events.
+ * Two writers on one file meet at SQLite's write lock, and the one that finds it taken waits in
+ * SQLite's busy handler, which polls, sleeping 1, 2, 5, 10… ms between tries: it wakes a whole
+ * sleep after the lock came free (3.8 s of such sleeping in 5 s at full load with two workers,
+ * bench/ROUNDS.md, twenty-fourth round). With one writer there is no lock to wait for: a worker
+ * sends each batch its group commit would have committed, and answers once the primary says the
+ * batch is committed. Two messages a batch; the workers' rare other writes (facets, retention)
+ * stay their own. The evaluate path's batches that reach the primary together share one commit,
+ * as evaluations share one in a process (record/groupCommit.ts); ingest's are committed one by
+ * one, since two workers' batches may hold the same telemetryId.
+ */
+type Kind = 'insertAlone' | 'insertNew';
+type Request = { tps: 'events.commit'; id: number; kind: Kind; rows: readonly EventInsert[] };
+type Reply = { tps: 'events.committed'; id: number; stored?: EventRow[] } | { tps: 'events.failed'; id: number; message: string };
+
+const isRequest = (m: unknown): m is Request => (m as Request | undefined)?.tps === 'events.commit';
+const isReply = (m: unknown): m is Reply => {
+  const tps = (m as Reply | undefined)?.tps;
+  return tps === 'events.committed' || tps === 'events.failed';
+};
+
+/**
+ * The primary's side: every worker's batches, committed on `writer`, each answered to its worker.
+ * A worker has one batch of each kind on its way at a time, so `workers` batches at most wait together.
+ */
+export function commitWorkersEvents(writer: EventWriter, workers: number): void {
+  const alone = new GroupCommitter<readonly EventInsert[]>((batches) => writer.insertAlone(batches.flat()), workers, 0);
+  cluster.on('message', (worker, m: unknown) => {
+    if (!isRequest(m)) return;
+    const committed = m.kind === 'insertAlone' ? alone.append(m.rows) : writer.insertNew(m.rows);
+    committed.then(
+      (stored): Reply => ({ tps: 'events.committed', id: m.id, ...(stored && { stored }) }),
+      (err: unknown): Reply => ({ tps: 'events.failed', id: m.id, message: (err as Error)?.message ?? String(err) }),
+    ).then((reply) => worker.isConnected() && worker.send(reply));
+  });
+}
+
+/** Why a worker's batch failed: the primary's writer said so, or the primary is gone. */
+export class PrimaryCommitError extends Error {}
+
+/**
+ * A worker's side: `local`'s event commits go to the primary instead; its transactions (the rare
+ * writes other than a batch of events) stay on `local`. A batch on its way when the primary goes
+ * fails, so no answer waiting for it is sent.
+ */
+export function committedByPrimary(local: EventWriter): EventWriter {
+  const pending = new Map<number, { resolve: (stored: EventRow[]) => void; reject: (err: Error) => void }>();
+  let nextId = 0;
+  process.on('message', (m: unknown) => {
+    if (!isReply(m)) return;
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    if (m.tps === 'events.committed') p.resolve(m.stored ?? []);
+    else p.reject(new PrimaryCommitError(`the primary could not commit the batch: ${m.message}`));
+  });
+  process.on('disconnect', () => {
+    for (const p of pending.values()) p.reject(new PrimaryCommitError('the primary is gone; the batch may not be committed'));
+    pending.clear();
+  });
+  const commit = (kind: Kind, rows: readonly EventInsert[]) =>
+    new Promise<EventRow[]>((resolve, reject) => {
+      if (!process.connected) return reject(new PrimaryCommitError('the primary is gone'));
+      const id = nextId++;
+      pending.set(id, { resolve, reject });
+      const request: Request = { tps: 'events.commit', id, kind, rows };
+      process.send!(request, undefined, undefined, (err) => {
+        if (!err || !pending.delete(id)) return;
+        reject(new PrimaryCommitError(`the batch could not be sent to the primary: ${err.message}`));
+      });
+    });
+  return {
+    transaction: (work) => local.transaction(work),
+    insertAlone: (rows) => commit('insertAlone', rows).then(() => undefined),
+    insertNew: (rows) => commit('insertNew', rows),
+  };
+}
