@@ -18,8 +18,11 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
   // another worker than its challenge would fail: several workers share state through Redis.
   if (!settings.redisUrl) throw new Error(`TPS_WORKERS=${settings.workers} needs REDIS_URL: step-up challenges and velocity counts are shared between workers through Redis`);
   await prepare();
-  const db = await openDatabase(settings.databaseUrl, { migrate: false, sqliteSync: settings.sqliteSync, sqliteWalMb: settings.sqliteWalMb });
-  if (db.dialect === 'sqlite') commitWorkersEvents(sqliteEventWriter(db.knex), settings.workers);
+  // The primary keeps a store only as SQLite's one event writer; PostgreSQL's workers commit their own.
+  const opened = await openDatabase(settings.databaseUrl, { migrate: false, sqliteSync: settings.sqliteSync, sqliteWalMb: settings.sqliteWalMb });
+  const writerDb = opened.dialect === 'sqlite' ? opened : undefined;
+  if (writerDb) commitWorkersEvents(sqliteEventWriter(writerDb.knex), settings.workers);
+  else await opened.close();
   // Structured clone rather than JSON: a batch's rows are JSON text, which JSON would escape again,
   // and the stored rows that ingest reads back carry Buffers.
   cluster.setupPrimary({ serialization: 'advanced' });
@@ -60,7 +63,7 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
       ),
     );
     // Only once every worker has drained its commits through it.
-    await db.close().catch(() => undefined);
+    await writerDb?.close().catch(() => undefined);
     process.exit(exitCode);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stop(0));

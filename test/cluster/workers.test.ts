@@ -85,7 +85,7 @@ test('several workers need REDIS_URL, and say so instead of starting', async (t)
   t.regex(server.stderr(), /TPS_WORKERS=2 needs REDIS_URL/);
 });
 
-test('TPS_WORKERS=2 serves from two workers sharing one store and Redis, the primary committing their events, and stops gracefully', async (t) => {
+test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one store and Redis, and stops gracefully', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-cluster-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'tps.sqlite');
