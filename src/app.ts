@@ -83,6 +83,8 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     migrate: options.migrate,
     sqliteSync: settings.sqliteSync,
     sqliteWalMb: settings.sqliteWalMb,
+    // The primary, the file's one writer, checkpoints it (src/cluster/primary.ts).
+    checkpoint: !options.eventCommits,
     onCheckpoint: (seconds) => metrics.checkpointSeconds.observe(seconds),
   });
   const closers: (() => Promise<void>)[] = [];
@@ -100,7 +102,9 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     const state = openState(settings.redisUrl, options.redisPrefix);
     closers.push(() => state.close());
 
-    const events = new KnexEventStore(db, { commits: db.dialect === 'sqlite' ? options.eventCommits : undefined });
+    const commits = db.dialect === 'sqlite' ? options.eventCommits : undefined;
+    const events = new KnexEventStore(db, { commits });
+    metrics.eventWriter.set({ writer: commits ? 'primary' : 'self' }, 1);
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });
     const retention = new RetentionPruner(events, { days: settings.events.retentionDays, intervalMs: 60_000, batch: 1000, pauseMs: 50, logger });

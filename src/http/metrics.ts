@@ -44,6 +44,15 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  // A cluster worker's SQLite events go through the primary (src/cluster/eventCommits.ts); which
+  // process writes them is the first thing to know when its commits are slow.
+  const eventWriter = new client.Gauge({
+    name: 'tps_event_writer',
+    help: 'Which process commits the events this process answers for: 1 on writer="self", or on writer="primary" in a SQLite cluster worker',
+    labelNames: ['writer'],
+    registers: [registry],
+  });
+
   const observe = (): Middleware => async (ctx, next) => {
     const start = process.hrtime.bigint();
     try {
@@ -61,7 +70,7 @@ export function createMetrics() {
     buckets: [1, 2, 3, 4, 5, 6, 7, 8],
     registers: [registry],
   });
-  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, threadReplies, observe };
+  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, eventWriter, threadReplies, observe };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -36,12 +36,17 @@ export interface OpenOptions {
   sqliteSync?: SqliteSync;
   /** Called with the seconds each SQLite checkpoint that held the writer's connection took (metrics; checkpointer.ts). */
   onCheckpoint?: (seconds: number) => void;
+  /**
+   * SQLite in a file: false when another process checkpoints it (a cluster worker, whose primary is
+   * the file's one writer); a second checkpointer would only compete with the writer's for the WAL.
+   */
+  checkpoint?: boolean;
   /** SQLite: the WAL's size in MiB at which the writer catches up and the WAL starts over (TPS_SQLITE_WAL_MB, checkpointer.ts). */
   sqliteWalMb?: number;
 }
 
 export async function openDatabase(url: string | undefined, options: OpenOptions = {}): Promise<Database> {
-  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', { onCheckpoint: options.onCheckpoint, walMb: options.sqliteWalMb });
+  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', options.checkpoint === false ? undefined : { onCheckpoint: options.onCheckpoint, walMb: options.sqliteWalMb });
   try {
     if (db.dialect === 'sqlite') await checkSqliteVersion(db.knex);
     if (options.migrate !== false) await migrate(db);
@@ -113,7 +118,8 @@ export const PAGE_SIZE = 1024;
  * closes a descriptor on the file, as POSIX locks belong to the process: that corrupted a store
  * in the fifteenth round (bench/ROUNDS.md).
  */
-function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerOptions): Database {
+/** `checkpointing` undefined: this process leaves the WAL to another's checkpointer. */
+function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerOptions | undefined): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // One writer. WAL keeps readers off the writer's back. synchronous=FULL makes each commit survive
@@ -126,7 +132,7 @@ function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerO
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
   // Checkpoints copy the WAL back from a connection of their own (checkpointer.ts), with the writer's synchronous setting.
-  const log = memory ? undefined : new CheckpointLog();
+  const log = memory || !checkpointing ? undefined : new CheckpointLog();
   const checkpoints = log && checkpointer(knex, sqlitePool(file, 0, 1, `PRAGMA busy_timeout=5000; ${synchronous}`), file, { ...checkpointing, log });
   return {
     knex,

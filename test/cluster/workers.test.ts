@@ -33,18 +33,31 @@ function startServer(env: Record<string, string>) {
 }
 
 /** One request on a connection of its own, so the cluster may hand it to any worker. */
-function post(port: number, body: unknown, key: string, route = '/api/evaluate'): Promise<{ status: number; body: any }> {
+function post(port: number, body: unknown, key: string, route = '/api/evaluate'): Promise<{ status: number; body: any; timing?: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: '127.0.0.1', port, path: route, method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } },
       (res) => {
         let text = '';
         res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text), timing: res.headers['server-timing'] as string | undefined }));
       },
     );
     req.on('error', reject);
     req.end(JSON.stringify(body));
+  });
+}
+
+/** A GET on a connection of its own, as post() does. */
+function getText(port: number, route: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: route, agent: false }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve(text));
+      })
+      .on('error', reject);
   });
 }
 
@@ -92,7 +105,15 @@ test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one stor
   const port = await freePort();
   const secretKey = generateKey('secret');
   const environment = `cluster-${crypto.randomBytes(4).toString('hex')}`;
-  const server = startServer({ TPS_WORKERS: '2', PORT: String(port), DATABASE_URL: `sqlite:${file}`, REDIS_URL: REDIS_TEST_URL, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: environment });
+  const server = startServer({
+    TPS_WORKERS: '2',
+    PORT: String(port),
+    DATABASE_URL: `sqlite:${file}`,
+    REDIS_URL: REDIS_TEST_URL,
+    TPS_SECRET_KEY: secretKey,
+    TPS_ENVIRONMENT: environment,
+    TPS_SERVER_TIMING: 'true',
+  });
   t.teardown(() => void (server.proc.exitCode === null && server.proc.kill('SIGKILL')));
   await waitHealthy(port, server);
 
@@ -121,6 +142,9 @@ test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one stor
   }
   const burst = await Promise.all(Array.from({ length: 40 }, (_, i) => post(port, { operationKey: 'customer.create', actor: { id: `u${i}` }, resource: { type: 'customer', id: `c${i}` } }, secretKey)));
   t.true(burst.every((r) => r.status === 200));
+  // Each answer waited for its commit; no worker checkpoints the file (the primary does), so none
+  // says how long a checkpoint of its own ran beside that wait.
+  t.true(burst.every((r) => /\bcommit;dur=/.test(r.timing ?? '') && !/\bbulk;dur=/.test(r.timing ?? '')), burst[0]!.timing);
   evaluations += burst.length;
 
   // Ingest commits through the primary too, which hands back the stored row of a taken telemetryId
@@ -146,6 +170,15 @@ test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one stor
     const other = await post(port, { ...record, score: 10 }, secretKey, '/api/events/ingest');
     t.is(other.status, 409);
     t.is(other.body.error.code, 'telemetry_id_conflict');
+  }
+
+  // Each worker's SQLite events are committed by the primary (src/server.ts hands the workers
+  // committedByPrimary; test/cluster/event-commits.test.ts tests the mechanism itself).
+  // The primary hands connections out in turn, so four new ones reach both workers.
+  for (let i = 0; i < 4; i++) {
+    const text = await getText(port, '/metrics');
+    t.regex(text, /^tps_event_writer\{writer="primary"\} 1$/m);
+    t.notRegex(text, /^tps_event_writer\{writer="self"\}/m);
   }
 
   server.proc.kill('SIGTERM');

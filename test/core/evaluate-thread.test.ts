@@ -105,6 +105,8 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
     // /metrics says which way `auto` went (the benchmark reports it).
     t.regex((await get(`${sqlite.url}/metrics`)).body as string, /^tps_evaluation_thread 1$/m);
     t.regex((await get(`${postgres.url}/metrics`)).body as string, /^tps_evaluation_thread 0$/m);
+    // One process commits its own events (a SQLite cluster worker says writer="primary": test/cluster).
+    for (const tps of [sqlite, postgres]) t.regex((await get(`${tps.url}/metrics`)).body as string, /^tps_event_writer\{writer="self"\} 1$/m);
   } finally {
     await sqlite.close();
     await postgres.close();

@@ -329,6 +329,31 @@ test('[sqlite] at a light rate the writer is never held: the bulk checkpoints co
   }
 });
 
+test('[sqlite] a store opened with checkpoint: false leaves the WAL to another process: its commits stay in the WAL', async (t) => {
+  // A cluster worker's store, whose primary checkpoints the file (src/cluster/primary.ts).
+  const fresh = freshDatabase('sqlite');
+  const db = await openDatabase(fresh.url, { checkpoint: false });
+  const file = fresh.url.slice('sqlite:'.length);
+  try {
+    t.is(db.checkpoints, undefined);
+    const events = new KnexEventStore(db);
+    const stored = generateEvents('uncheckpointed', 20, Date.now() - 3_600_000);
+    // The light-rate test's pace, at which a checkpointer copies frames into the file within ~100 ms.
+    const mtime = fs.statSync(file).mtimeMs;
+    const walBefore = fs.statSync(`${file}-wal`).size;
+    for (const event of stored) {
+      await events.insertBatch([event]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    t.is(fs.statSync(file).mtimeMs, mtime, 'nothing copied the WAL into the database file');
+    t.true(fs.statSync(`${file}-wal`).size > walBefore, 'the commits are in the WAL');
+    t.is(Number((await db.knex('events').count({ n: '*' }))[0]!.n), stored.length);
+  } finally {
+    await db.close();
+    await fresh.drop();
+  }
+});
+
 test('[sqlite] a new store is made of 1 KiB pages; a store made with 4 KiB pages keeps them and takes events', async (t) => {
   t.is(PAGE_SIZE, 1024);
   const pageSize = async (db: Awaited<ReturnType<typeof openDatabase>>) => {
