@@ -116,9 +116,9 @@ export const PAGE_SIZE = 1024;
  * Every connection to the file in this process goes through the sqlite3 package. A second SQLite
  * library in the process (better-sqlite3, node:sqlite) would lose its locks whenever this one
  * closes a descriptor on the file, as POSIX locks belong to the process: that corrupted a store
- * in the fifteenth round (bench/ROUNDS.md).
+ * in the fifteenth round (bench/ROUNDS.md). `checkpointing` undefined: this process leaves the WAL
+ * to another's checkpointer.
  */
-/** `checkpointing` undefined: this process leaves the WAL to another's checkpointer. */
 function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerOptions | undefined): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });

@@ -37,11 +37,7 @@ function post(port: number, body: unknown, key: string, route = '/api/evaluate')
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: '127.0.0.1', port, path: route, method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } },
-      (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text), timing: res.headers['server-timing'] as string | undefined }));
-      },
+      (res) => void text(res).then((body) => resolve({ status: res.statusCode!, body: JSON.parse(body), timing: res.headers['server-timing'] as string | undefined }), reject),
     );
     req.on('error', reject);
     req.end(JSON.stringify(body));
@@ -51,14 +47,14 @@ function post(port: number, body: unknown, key: string, route = '/api/evaluate')
 /** A GET on a connection of its own, as post() does. */
 function getText(port: number, route: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path: route, agent: false }, (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => resolve(text));
-      })
-      .on('error', reject);
+    http.get({ host: '127.0.0.1', port, path: route, agent: false }, (res) => void text(res).then(resolve, reject)).on('error', reject);
   });
+}
+
+async function text(res: http.IncomingMessage): Promise<string> {
+  let body = '';
+  for await (const chunk of res) body += (chunk as Buffer).toString();
+  return body;
 }
 
 async function waitHealthy(port: number, server: ReturnType<typeof startServer>): Promise<void> {
