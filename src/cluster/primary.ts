@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Settings } from '../config/env.js';
 import type { Logger } from '../http/logger.js';
-import { openDatabase } from '../store/db.js';
+import { isPostgresUrl, openDatabase } from '../store/db.js';
 import { sqliteEventWriter } from '../store/eventWriteTx.js';
 import { commitWorkersEvents } from './eventCommits.js';
 
@@ -19,10 +19,10 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
   if (!settings.redisUrl) throw new Error(`TPS_WORKERS=${settings.workers} needs REDIS_URL: step-up challenges and velocity counts are shared between workers through Redis`);
   await prepare();
   // The primary keeps a store only as SQLite's one event writer; PostgreSQL's workers commit their own.
-  const opened = await openDatabase(settings.databaseUrl, { migrate: false, sqliteSync: settings.sqliteSync, sqliteWalMb: settings.sqliteWalMb });
-  const writerDb = opened.dialect === 'sqlite' ? opened : undefined;
+  const writerDb = isPostgresUrl(settings.databaseUrl)
+    ? undefined
+    : await openDatabase(settings.databaseUrl, { migrate: false, sqliteSync: settings.sqliteSync, sqliteWalMb: settings.sqliteWalMb });
   if (writerDb) commitWorkersEvents(sqliteEventWriter(writerDb.knex), settings.workers);
-  else await opened.close();
   // Structured clone rather than JSON: a batch's rows are JSON text, which JSON would escape again,
   // and the stored rows that ingest reads back carry Buffers.
   cluster.setupPrimary({ serialization: 'advanced' });

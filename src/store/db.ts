@@ -45,8 +45,11 @@ export interface OpenOptions {
   sqliteWalMb?: number;
 }
 
+/** Whether DATABASE_URL names PostgreSQL; anything else is a SQLite file (CONTRACT). */
+export const isPostgresUrl = (url: string | undefined): url is string => /^postgres(ql)?:\/\//.test(url ?? '');
+
 export async function openDatabase(url: string | undefined, options: OpenOptions = {}): Promise<Database> {
-  const db = /^postgres(ql)?:\/\//.test(url ?? '') ? openPostgres(url!) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', options.checkpoint === false ? undefined : { onCheckpoint: options.onCheckpoint, walMb: options.sqliteWalMb });
+  const db = isPostgresUrl(url) ? openPostgres(url) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', options.checkpoint === false ? undefined : { onCheckpoint: options.onCheckpoint, walMb: options.sqliteWalMb });
   try {
     if (db.dialect === 'sqlite') await checkSqliteVersion(db.knex);
     if (options.migrate !== false) await migrate(db);

@@ -27,7 +27,8 @@ if (cluster.isPrimary) {
   });
 } else {
   const name = process.env.COMMITS_NAME!;
-  const db = await openDatabase(url, { migrate: false });
+  // As a TPS worker opens it (src/app.ts): the primary migrated the file and checkpoints it.
+  const db = await openDatabase(url, { migrate: false, checkpoint: false });
   const refuse = async (): Promise<never> => {
     throw new Error(`worker ${name} committed events itself`);
   };
