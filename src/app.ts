@@ -66,8 +66,6 @@ export interface TpsOptions {
   logger?: Logger;
   /** An advisory stage of the caller's (tests): a function, so evaluations then run in this thread. */
   advisor?: AdvisoryPort;
-  /** Key prefix for Redis state, so several instances or test runs can share one Redis. */
-  redisPrefix?: string;
   /** False when another process has already migrated the store (cluster workers: src/cluster/primary.ts). */
   migrate?: boolean;
   /** SQLite shared with other processes (cluster workers): where the events' commits go instead of this process's writer (src/cluster/eventCommits.ts). */
@@ -99,7 +97,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     closers.push(async () => configWatcher.close());
 
     // This thread's state: the API quota, and evaluations when they run here.
-    const state = openState(settings.redisUrl, options.redisPrefix);
+    const state = openState(settings.redisUrl, settings.redisPrefix);
     closers.push(() => state.close());
 
     const commits = db.dialect === 'sqlite' ? options.eventCommits : undefined;
@@ -137,7 +135,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     if (threaded && !options.advisor) {
       const source = config.current().source;
       const thread = new EvaluationThread(
-        { source, redisUrl: settings.redisUrl, redisPrefix: options.redisPrefix, challengeTtlMs },
+        { source, redisUrl: settings.redisUrl, redisPrefix: settings.redisPrefix, challengeTtlMs },
         newAdvisor(),
         (err) => logger.error({ err: safeError(err) }, 'the evaluation thread failed; starting it again'),
         (count) => metrics.threadReplies.observe(count),

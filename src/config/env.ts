@@ -7,6 +7,8 @@ export interface Settings {
   host: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** Prefix of every Redis key (TPS_REDIS_PREFIX), so deployments or test runs can share one Redis. */
+  redisPrefix: string;
   configDir: string;
   environment: string;
   secretKey: string | undefined;
@@ -82,6 +84,7 @@ export function readSettings(env: Env = process.env): Settings {
     host: str(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: str(env, 'DATABASE_URL'),
     redisUrl: str(env, 'REDIS_URL'),
+    redisPrefix: str(env, 'TPS_REDIS_PREFIX') ?? 'tps:',
     configDir: str(env, 'TPS_CONFIG_DIR') ?? '.',
     environment: str(env, 'TPS_ENVIRONMENT') ?? 'development',
     secretKey: str(env, 'TPS_SECRET_KEY'),

@@ -11,7 +11,7 @@ import type { Answer } from './runner.js';
 export interface ThreadOptions {
   source: LoadedConfig;
   redisUrl?: string;
-  redisPrefix?: string;
+  redisPrefix: string;
   challengeTtlMs: number;
 }
 

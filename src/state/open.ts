@@ -9,7 +9,7 @@ export interface State {
 }
 
 /** Velocity counts and step-up challenges: in Redis when a URL is given (shared by every process), else in this thread. */
-export function openState(redisUrl: string | undefined, redisPrefix?: string): State {
+export function openState(redisUrl: string | undefined, redisPrefix: string): State {
   if (!redisUrl) {
     const counters = new MemoryVelocityCounter();
     const challenges = new MemoryChallengeStore();

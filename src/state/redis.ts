@@ -2,8 +2,8 @@ import { Redis } from 'ioredis';
 import type { ChallengeStore, StoredChallenge } from './challenges.js';
 import { slidingCount, type VelocityCounter } from './counters.js';
 
-// Shared state for several TPS instances (REDIS_URL). Every key sits under one prefix so tests and
-// deployments can share a Redis without touching each other's keys.
+// Shared state for several TPS instances (REDIS_URL). Every key sits under one prefix (TPS_REDIS_PREFIX)
+// so tests and deployments can share a Redis without touching each other's keys.
 
 export function connectRedis(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
@@ -12,7 +12,7 @@ export function connectRedis(url: string): Redis {
 export class RedisVelocityCounter implements VelocityCounter {
   constructor(
     private readonly redis: Redis,
-    private readonly prefix = 'tps:',
+    private readonly prefix: string,
   ) {}
 
   async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
@@ -32,7 +32,7 @@ export class RedisVelocityCounter implements VelocityCounter {
 export class RedisChallengeStore implements ChallengeStore {
   constructor(
     private readonly redis: Redis,
-    private readonly prefix = 'tps:',
+    private readonly prefix: string,
   ) {}
 
   private idKey = (id: string) => `${this.prefix}ch:${id}`;

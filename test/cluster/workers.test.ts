@@ -6,9 +6,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import knexFactory from 'knex';
+import { Redis } from 'ioredis';
 import { generateKey } from '../../src/auth/keys.js';
-import { REDIS_TEST_URL, REPO_ROOT } from '../helpers/tps.js';
+import { openDatabase } from '../../src/store/db.js';
+import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
 // TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does.
 
@@ -94,18 +95,24 @@ test('several workers need REDIS_URL, and say so instead of starting', async (t)
   t.regex(server.stderr(), /TPS_WORKERS=2 needs REDIS_URL/);
 });
 
-test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one store and Redis, and stops gracefully', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-cluster-'));
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'tps.sqlite');
+// With SQLite the primary commits every worker's events, as the file's one writer; with PostgreSQL
+// each worker commits its own.
+const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
+  const database = freshDatabase(store);
+  const redisPrefix = `tps-test:${unique()}:`;
+  t.teardown(async () => {
+    await database.drop();
+    await dropRedisPrefix(redisPrefix);
+  });
   const port = await freePort();
   const secretKey = generateKey('secret');
   const environment = `cluster-${crypto.randomBytes(4).toString('hex')}`;
   const server = startServer({
     TPS_WORKERS: '2',
     PORT: String(port),
-    DATABASE_URL: `sqlite:${file}`,
+    DATABASE_URL: database.url,
     REDIS_URL: REDIS_TEST_URL,
+    TPS_REDIS_PREFIX: redisPrefix,
     TPS_SECRET_KEY: secretKey,
     TPS_ENVIRONMENT: environment,
     TPS_SERVER_TIMING: 'true',
@@ -126,10 +133,14 @@ test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one stor
     session: { sessionId: 's-cluster', continuityStrength: 0.9 },
   };
   let evaluations = 0;
+  const redis = new Redis(REDIS_TEST_URL);
+  t.teardown(() => redis.disconnect());
   for (let round = 0; round < 4; round++) {
     const first = await post(port, { ...transaction, resource: { ...transaction.resource, id: `${transaction.resource.id}-${round}` } }, secretKey);
     t.is(first.status, 200);
     t.is(first.body.decision, 'step_up_required');
+    // The open challenge sits under TPS_REDIS_PREFIX (which the teardown drops).
+    t.true((await redis.keys(`${redisPrefix}ch:*`)).length > 0);
     const retry = await post(port, { ...transaction, resource: { ...transaction.resource, id: `${transaction.resource.id}-${round}` }, challengeResult: { type: 'passkey', passed: true } }, secretKey);
     t.is(retry.status, 200);
     t.is(retry.body.decision, 'allow');
@@ -138,13 +149,14 @@ test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one stor
   }
   const burst = await Promise.all(Array.from({ length: 40 }, (_, i) => post(port, { operationKey: 'customer.create', actor: { id: `u${i}` }, resource: { type: 'customer', id: `c${i}` } }, secretKey)));
   t.true(burst.every((r) => r.status === 200));
-  // Each answer waited for its commit; no worker checkpoints the file (the primary does), so none
-  // says how long a checkpoint of its own ran beside that wait.
+  // Each answer waited for its commit; no worker checkpoints a SQLite file (the primary does), so
+  // none says how long a checkpoint of its own ran beside that wait.
   t.true(burst.every((r) => /\bcommit;dur=/.test(r.timing ?? '') && !/\bbulk;dur=/.test(r.timing ?? '')), burst[0]!.timing);
   evaluations += burst.length;
 
-  // Ingest commits through the primary too, which hands back the stored row of a taken telemetryId
-  // (its explanation a Buffer) for the worker to compare: a repeat is a duplicate, other content a conflict.
+  // With SQLite, ingest commits through the primary too, which hands back the stored row of a taken
+  // telemetryId (its explanation a Buffer) for the worker to compare: a repeat is a duplicate,
+  // other content a conflict.
   const record = {
     telemetryId: `ing-${crypto.randomUUID()}`,
     operationKey: 'invoice.export',
@@ -168,13 +180,14 @@ test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one stor
     t.is(other.body.error.code, 'telemetry_id_conflict');
   }
 
-  // Each worker's SQLite events are committed by the primary (src/server.ts hands the workers
-  // committedByPrimary; test/cluster/event-commits.test.ts tests the mechanism itself).
-  // The primary hands connections out in turn, so four new ones reach both workers.
+  // Who commits each worker's events: with SQLite the primary (src/server.ts hands the workers
+  // committedByPrimary; test/cluster/event-commits.test.ts tests the mechanism itself), with
+  // PostgreSQL the worker. The primary hands connections out in turn, so four new ones reach both workers.
+  const [writer, other] = store === 'sqlite' ? ['primary', 'self'] : ['self', 'primary'];
   for (let i = 0; i < 4; i++) {
     const text = await getText(port, '/metrics');
-    t.regex(text, /^tps_event_writer\{writer="primary"\} 1$/m);
-    t.notRegex(text, /^tps_event_writer\{writer="self"\}/m);
+    t.regex(text, new RegExp(`^tps_event_writer\\{writer="${writer}"\\} 1$`, 'm'));
+    t.notRegex(text, new RegExp(`^tps_event_writer\\{writer="${other}"\\}`, 'm'));
   }
 
   server.proc.kill('SIGTERM');
@@ -182,11 +195,14 @@ test('TPS_WORKERS=2 serves evaluate and ingest from two workers sharing one stor
   t.deepEqual(childrenOf(server.proc.pid!), []);
 
   // Every answered evaluation is in the one store, whichever worker committed it.
-  const db = knexFactory({ client: 'sqlite3', connection: { filename: file }, useNullAsDefault: true });
+  const db = await openDatabase(database.url, { migrate: false, checkpoint: false });
   try {
-    const row = await db('events').where({ environment }).count<{ n: number }[]>({ n: '*' }).first();
+    const row = await db.knex('events').where({ environment }).count<{ n: number }[]>({ n: '*' }).first();
     t.is(Number(row?.n), evaluations + 1);
   } finally {
-    await db.destroy();
+    await db.close();
   }
 });
+
+test('TPS_WORKERS=2 with SQLite serves evaluate and ingest from two workers, the primary committing their events, and stops gracefully', servesFromTwoWorkers, 'sqlite');
+test('TPS_WORKERS=2 with PostgreSQL serves evaluate and ingest from two workers, each committing its own events, and stops gracefully', servesFromTwoWorkers, 'postgres');

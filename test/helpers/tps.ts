@@ -79,11 +79,12 @@ export async function startTps(options: StartOptions = {}): Promise<RunningTps> 
     HOST: '127.0.0.1',
     PORT: '0',
     REDIS_URL: options.redis ? REDIS_TEST_URL : undefined,
+    TPS_REDIS_PREFIX: redisPrefix,
     ...options.env,
   });
   let tps: Tps;
   try {
-    tps = await createTps(settings, { redisPrefix, logger: options.logger });
+    tps = await createTps(settings, { logger: options.logger });
   } catch (err) {
     await db.drop();
     throw err;
