@@ -27,6 +27,8 @@ interface Conn {
   next: number;
   busy: boolean;
   due: number;
+  /** When the driver took the request up: its due instant, late by the driver's own timer. */
+  noticed: number;
   sentAt: number;
   buf: Buffer;
 }
@@ -41,7 +43,8 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
   let failed = 0;
   let answered = 0;
   const total = Math.round(rate * seconds);
-  const waiting: number[] = []; // due instants with no idle connection yet
+  // Requests taken up with no idle connection yet: they wait behind answers still on their way.
+  const waiting: { due: number; noticed: number }[] = [];
   const idle: Conn[] = [];
   const now = () => performance.now();
 
@@ -50,9 +53,10 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
   // A lost answer must not hang the run: give up 30 s after the last request was due.
   const guard = setTimeout(() => finish(), (seconds + 30) * 1000);
 
-  const send = (c: Conn, due: number) => {
+  const send = (c: Conn, due: number, noticed: number) => {
     c.busy = true;
     c.due = due;
+    c.noticed = noticed;
     c.sentAt = now();
     c.socket.write(c.requests[c.next]!);
     c.next = (c.next + 1) % c.requests.length;
@@ -69,13 +73,13 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       const status = Number(head.slice(9, 12));
       c.buf = c.buf.subarray(end + 4 + length);
       if (status >= 200 && status < 300) {
-        recordParts(parts, ok, c.sentAt - c.due, /\r\nserver-timing:([^\r]*)/i.exec(head)?.[1]);
+        recordParts(parts, ok, c.sentAt - c.due, c.sentAt - c.noticed, /\r\nserver-timing:([^\r]*)/i.exec(head)?.[1]);
         latencies[ok++] = now() - c.due;
       } else failed++;
       c.busy = false;
       if (++answered === total) return finish();
-      const due = waiting.shift();
-      if (due !== undefined) send(c, due);
+      const next = waiting.shift();
+      if (next) send(c, next.due, next.noticed);
       else idle.push(c);
     }
   };
@@ -85,7 +89,7 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       (reqs) =>
         new Promise<Conn>((resolve, reject) => {
           const socket = net.connect(port, '127.0.0.1');
-          const c: Conn = { socket, requests: reqs, next: 0, busy: false, due: 0, sentAt: 0, buf: Buffer.alloc(0) };
+          const c: Conn = { socket, requests: reqs, next: 0, busy: false, due: 0, noticed: 0, sentAt: 0, buf: Buffer.alloc(0) };
           socket.setNoDelay(true);
           socket.once('connect', () => resolve(c)).once('error', reject);
           socket.on('data', (chunk: Buffer) => onData(c, chunk));
@@ -104,8 +108,8 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       const due = start + issued * interval;
       issued++;
       const c = idle.pop();
-      if (c) send(c, due);
-      else waiting.push(due);
+      if (c) send(c, due, t);
+      else waiting.push({ due, noticed: t });
     }
     if (issued < total) setTimeout(tick, Math.max(0, Math.min(1, start + issued * interval - now())));
   };

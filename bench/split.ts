@@ -11,6 +11,8 @@ import { CHECKPOINT_KINDS, type CheckpointKind } from '../src/store/checkpointLo
 export interface AnswerParts {
   /** From the instant the request was due to the instant the driver wrote it. */
   late: Float64Array;
+  /** Of `late`, how long it waited for a free connection, behind answers still on their way. */
+  queued: Float64Array;
   evaluate: Float64Array;
   commit: Float64Array;
   /** The header's total: the evaluate handler's start to the answer's. */
@@ -26,8 +28,13 @@ export type DuringCommitMs = Record<CheckpointKind, number>;
 export interface SplitMs {
   answers: number;
   latency: number;
-  /** The driver's own lateness in writing the request (its timer, or waiting for a core). */
+  /**
+   * From the instant the request was due to the instant the driver wrote it: the driver's own
+   * lateness (its timer, or waiting for a core), and `queued`.
+   */
   driver: number;
+  /** Of `driver`, the wait for a free connection: every connection was waiting for an answer, so this is queueing behind the server, not the driver's lateness. */
+  queued: number;
   /** Loopback, HTTP parsing, Koa's middleware and the key check, writing the answer, reading it. */
   http: number;
   /** Reading the body and evaluating (the evaluation thread's round trip, where there is one). */
@@ -50,6 +57,7 @@ const perKind = <T>(value: (kind: CheckpointKind) => T) => Object.fromEntries(CH
 
 export const newParts = (size: number): AnswerParts => ({
   late: new Float64Array(size),
+  queued: new Float64Array(size),
   evaluate: new Float64Array(size),
   commit: new Float64Array(size),
   total: new Float64Array(size),
@@ -59,8 +67,9 @@ export const newParts = (size: number): AnswerParts => ({
 const SERVER_TIMING = /(\w+);dur=([\d.]+)/g;
 
 /** Stores answer i's parts; `header` is its Server-Timing value, if any. */
-export function recordParts(parts: AnswerParts, i: number, late: number, header: string | undefined): void {
+export function recordParts(parts: AnswerParts, i: number, late: number, queued: number, header: string | undefined): void {
   parts.late[i] = late;
+  parts.queued[i] = queued;
   const found: Record<string, number> = {};
   for (const m of header?.matchAll(SERVER_TIMING) ?? []) found[m[1]!] = Number(m[2]);
   parts.evaluate[i] = found.evaluate ?? NaN;
@@ -76,6 +85,7 @@ function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): S
     answers: indexes.length,
     latency: round(sum((i) => latencies[i]!)),
     driver: round(sum((i) => parts.late[i]!)),
+    queued: round(sum((i) => parts.queued[i]!)),
     http: round(sum((i) => latencies[i]! - parts.late[i]! - parts.total[i]!)),
     evaluation: round(sum((i) => parts.evaluate[i]!)),
     commit: round(sum((i) => parts.commit[i]!)),
@@ -94,5 +104,5 @@ export function phaseSplit(latencies: Float64Array, parts: AnswerParts): PhaseSp
 }
 
 export const describeSplit = (s: SplitMs) =>
-  `${s.latency} ms = driver ${s.driver} + HTTP ${s.http} + evaluation ${s.evaluation} + commit ${s.commit}` +
+  `${s.latency} ms = driver ${s.driver} (queued for a connection ${s.queued}) + HTTP ${s.http} + evaluation ${s.evaluation} + commit ${s.commit}` +
   (s.duringCommit ? ` (during the commit's wait: bulk checkpoint ${s.duringCommit.bulk}, file sync ${s.duringCommit.filesync}, catch-up ${s.duringCommit.catchup})` : '');

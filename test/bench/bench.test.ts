@@ -93,13 +93,15 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.false(stdout.includes('paced as the 50% row'), stdout);
 
   // (d)'s answers split by where their time went, from TPS's Server-Timing (bench/split.ts).
-  type Split = { answers: number; latency: number; driver: number; http: number; evaluation: number; commit: number; duringCommit?: Record<'bulk' | 'filesync' | 'catchup', number> };
+  type Split = { answers: number; latency: number; driver: number; queued: number; http: number; evaluation: number; commit: number; duringCommit?: Record<'bulk' | 'filesync' | 'catchup', number> };
   const split = (summary as unknown as { evaluateHalfLoadSplitMs: { all: Split; slowest: Split } }).evaluateHalfLoadSplitMs;
   t.is(split.all.answers, Number(half!['2xx']));
   t.true(split.slowest.answers >= 1 && split.slowest.answers <= Math.ceil(split.all.answers / 50), JSON.stringify(split));
   for (const s of [split.all, split.slowest]) {
     t.true(s.driver >= 0 && s.evaluation > 0 && s.commit > 0 && s.http > 0, JSON.stringify(s));
     t.true(Math.abs(s.driver + s.http + s.evaluation + s.commit - s.latency) <= 0.05, JSON.stringify(s));
+    // Of the driver's part, the wait for a free connection (test/bench/paced.test.ts tests it).
+    t.true(s.queued >= 0 && s.queued <= s.driver + 0.01, JSON.stringify(s));
     // SQLite's checkpointer at work during the commit's wait: a part of it, never more.
     t.deepEqual(Object.keys(s.duringCommit ?? {}), ['bulk', 'filesync', 'catchup'], JSON.stringify(s));
     for (const during of Object.values(s.duringCommit!)) t.true(during >= 0 && during <= s.commit + 0.01, JSON.stringify(s));
@@ -108,7 +110,7 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   const splitLines = stdout.split('\n').filter((l) => l.endsWith('where the time went (mean per answer; Server-Timing):'));
   // (d) and the 25% point; a bare-Koa floor sends no Server-Timing.
   t.deepEqual(splitLines.map((l) => l.split(',')[0]), ['evaluate (50% of max', 'evaluate (25% of max'], stdout);
-  t.true(stdout.includes(`  slowest 1% (${split.slowest.answers}): ${split.slowest.latency} ms = driver ${split.slowest.driver} + HTTP ${split.slowest.http}`), stdout);
+  t.true(stdout.includes(`  slowest 1% (${split.slowest.answers}): ${split.slowest.latency} ms = driver ${split.slowest.driver} (queued for a connection ${split.slowest.queued}) + HTTP ${split.slowest.http}`), stdout);
   t.true(stdout.includes(`(during the commit's wait: bulk checkpoint ${split.slowest.duringCommit!.bulk}, file sync ${split.slowest.duringCommit!.filesync}, catch-up ${split.slowest.duringCommit!.catchup})`), stdout);
 
   const counted = /events stored \(SQL count afterwards\): (\d+); 2xx answers, each of which promised one: (\d+)/.exec(stdout);
