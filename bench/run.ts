@@ -11,6 +11,7 @@ import { diskFloor } from './diskFloor.js';
 import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
 import { prepareStore } from './store.js';
+import { deleteKeysUnder } from '../src/state/redis.js';
 
 /**
  * `npm run bench` (issue 7): the bare-Koa baseline, then TPS in production mode (compiled JS,
@@ -331,6 +332,7 @@ async function main(): Promise<void> {
   const secretKey = `svc_sec_${crypto.randomBytes(24).toString('base64url')}`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  const redisPrefix = `tps-bench:${crypto.randomBytes(4).toString('hex')}:`;
   const server = startNode([...cfg.nodeArgs, SERVER], {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -343,7 +345,8 @@ async function main(): Promise<void> {
     TPS_WORKERS: String(cfg.workers),
     // The paced phases' split (split.ts); a compare can turn it off to see what it costs.
     TPS_SERVER_TIMING: process.env.TPS_SERVER_TIMING ?? 'true',
-    ...(cfg.redisUrl ? { REDIS_URL: cfg.redisUrl } : {}),
+    // Under a prefix of the run's own, dropped afterwards: the Redis may be a deployment's.
+    ...(cfg.redisUrl ? { REDIS_URL: cfg.redisUrl, TPS_REDIS_PREFIX: redisPrefix } : {}),
   }, cfg.nice);
   let evaluate: Row | undefined;
   let ingest: Row | undefined;
@@ -428,6 +431,7 @@ async function main(): Promise<void> {
       stored = await store.count();
     } finally {
       await store.drop();
+      if (cfg.redisUrl) await deleteKeysUnder(cfg.redisUrl, redisPrefix);
     }
   }
 

@@ -9,6 +9,21 @@ export function connectRedis(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
 }
 
+/** Deletes every key under `prefix` (a test run's or a benchmark's), a batch at a time. */
+export async function deleteKeysUnder(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
 export class RedisVelocityCounter implements VelocityCounter {
   constructor(
     private readonly redis: Redis,

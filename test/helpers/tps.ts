@@ -10,6 +10,7 @@ import { createTps, type Tps } from '../../src/app.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
+import { deleteKeysUnder } from '../../src/state/redis.js';
 import type { Logger } from '../../src/http/logger.js';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -105,20 +106,7 @@ export async function startTps(options: StartOptions = {}): Promise<RunningTps> 
   };
 }
 
-export async function dropRedisPrefix(prefix: string): Promise<void> {
-  const { Redis } = await import('ioredis');
-  const redis = new Redis(REDIS_TEST_URL);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
+export const dropRedisPrefix = (prefix: string): Promise<void> => deleteKeysUnder(REDIS_TEST_URL, prefix);
 
 /** A logger whose lines (JSON text, one per entry) are kept for a test to read. */
 export function capturedLogs(level: string): { logger: Logger; lines: string[] } {
