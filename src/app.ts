@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
+import type { Registry } from 'prom-client';
 import { createAdvisor } from './ai/advisor.js';
 import { registerAiMetrics } from './ai/metrics.js';
 import { advisoryPort } from './ai/port.js';
@@ -17,7 +18,7 @@ import { EventHub } from './events/hub.js';
 import { Ingestor } from './events/ingest.js';
 import { RetentionPruner } from './events/retention.js';
 import { createLogger, safeError, type Logger } from './http/logger.js';
-import { createMetrics, type Metrics } from './http/metrics.js';
+import { createMetrics, type Metrics, type MetricsText } from './http/metrics.js';
 import { authenticate, errors, rateLimit, requestId, requireJson, type TpsState } from './http/middleware.js';
 import { evaluateRoutes } from './http/routes/evaluate.js';
 import { eventRoutes } from './http/routes/events.js';
@@ -70,6 +71,8 @@ export interface TpsOptions {
   migrate?: boolean;
   /** SQLite shared with other processes (cluster workers): where the events' commits go instead of this process's writer (src/cluster/eventCommits.ts). */
   eventCommits?: (local: EventWriter) => EventWriter;
+  /** Cluster workers: what `/metrics` answers, given this process's registry (src/cluster/metrics.ts). */
+  metricsText?: (local: Registry) => MetricsText;
 }
 
 /** Builds the whole service from settings: store, configuration, state, evaluator and HTTP app. */
@@ -173,7 +176,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       policyVersions,
       stream: { maxQueue: settings.events.streamMaxQueue, pageSize: 200, heartbeatMs: settings.events.streamHeartbeatMs, stallMs: 60_000, retryMs: 2000 },
     });
-    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metrics), eventsRouter]) {
+    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, options.metricsText?.(metrics.registry) ?? (() => metrics.registry.metrics())), eventsRouter]) {
       app.use(router.routes());
     }
 

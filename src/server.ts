@@ -1,5 +1,6 @@
 import { createTps, type Tps, type TpsOptions } from './app.js';
 import { committedByPrimary } from './cluster/eventCommits.js';
+import { metricsThroughPrimary } from './cluster/metrics.js';
 import { isClusterPrimary, isClusterWorker, runPrimary } from './cluster/primary.js';
 import { readSettings, type Settings } from './config/env.js';
 import { createLogger, type Logger } from './http/logger.js';
@@ -11,8 +12,9 @@ async function main(): Promise<void> {
   const logger = createLogger(settings.logLevel);
   // TPS_WORKERS > 1: this process prepares the store once and supervises the workers (src/cluster/primary.ts).
   if (isClusterPrimary(settings)) return runPrimary(settings, logger, async () => (await boot(settings, logger)).close());
-  // A worker's SQLite events are committed by the primary, the file's one writer.
-  const tps = await boot(settings, logger, isClusterWorker() ? { migrate: false, eventCommits: committedByPrimary } : {});
+  // A worker's SQLite events are committed by the primary, the file's one writer, and its
+  // /metrics are the whole service's, gathered by the primary.
+  const tps = await boot(settings, logger, isClusterWorker() ? { migrate: false, eventCommits: committedByPrimary, metricsText: metricsThroughPrimary } : {});
   const { url } = await tps.listen();
   logger.info({ url, store: tps.db.describe, configVersion: tps.config.current().versionId }, 'TPS listening');
 

@@ -46,6 +46,8 @@ export function registerAiMetrics(registry: Registry): AiMetrics {
     name: 'tps_ai_breaker_state',
     help: 'AI model circuit breaker: 0 closed, 1 half-open, 2 open',
     registers,
+    // Across workers (src/cluster/metrics.ts), each with its own breaker: the least healthy.
+    aggregator: 'max',
   });
   breakerState.set(0);
   // Touch every status so dashboards see zeros rather than missing series.

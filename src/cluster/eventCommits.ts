@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import { GroupCommitter } from '../record/groupCommit.js';
 import type { EventRow } from '../store/eventRows.js';
 import type { EventInsert, EventWriter } from '../store/eventWriteTx.js';
+import { primaryRequests } from './primaryRequests.js';
 
 /**
  * Several workers on one SQLite file (TPS_WORKERS > 1): the primary commits every worker's events.
@@ -50,31 +51,12 @@ export class PrimaryCommitError extends Error {}
  * fails, so no answer waiting for it is sent.
  */
 export function committedByPrimary(local: EventWriter): EventWriter {
-  const pending = new Map<number, { resolve: (stored: EventRow[]) => void; reject: (err: Error) => void }>();
-  let nextId = 0;
-  process.on('message', (m: unknown) => {
-    if (!isReply(m)) return;
-    const p = pending.get(m.id);
-    if (!p) return;
-    pending.delete(m.id);
-    if (m.tps === 'events.committed') p.resolve(m.stored ?? []);
-    else p.reject(new PrimaryCommitError(`the primary could not commit the batch: ${m.message}`));
-  });
-  process.on('disconnect', () => {
-    for (const p of pending.values()) p.reject(new PrimaryCommitError('the primary is gone; the batch may not be committed'));
-    pending.clear();
-  });
-  const commit = (kind: Kind, rows: readonly EventInsert[]) =>
-    new Promise<EventRow[]>((resolve, reject) => {
-      if (!process.connected) return reject(new PrimaryCommitError('the primary is gone'));
-      const id = nextId++;
-      pending.set(id, { resolve, reject });
-      const request: Request = { tps: 'events.commit', id, kind, rows };
-      process.send!(request, undefined, undefined, (err) => {
-        if (!err || !pending.delete(id)) return;
-        reject(new PrimaryCommitError(`the batch could not be sent to the primary: ${err.message}`));
-      });
-    });
+  const ask = primaryRequests(isReply, (why) => new PrimaryCommitError(`${why}; the batch may not be committed`));
+  const commit = async (kind: Kind, rows: readonly EventInsert[]): Promise<EventRow[]> => {
+    const reply = await ask((id): Request => ({ tps: 'events.commit', id, kind, rows }));
+    if (reply.tps === 'events.failed') throw new PrimaryCommitError(`the primary could not commit the batch: ${reply.message}`);
+    return reply.stored ?? [];
+  };
   return {
     transaction: (work) => local.transaction(work),
     insertAlone: (rows) => commit('insertAlone', rows).then(() => undefined),

@@ -4,6 +4,7 @@ import type { Logger } from '../http/logger.js';
 import { isPostgresUrl, openDatabase } from '../store/db.js';
 import { sqliteEventWriter } from '../store/eventWriteTx.js';
 import { commitWorkersEvents } from './eventCommits.js';
+import { aggregateWorkersMetrics } from './metrics.js';
 
 /**
  * TPS_WORKERS > 1 (node:cluster). The primary prepares the store once (migrations, key bootstrap,
@@ -11,7 +12,8 @@ import { commitWorkersEvents } from './eventCommits.js';
  * the same port, and the primary hands connections out. The primary serves no request itself.
  * SIGTERM and SIGINT stop the workers gracefully (each drains its group commit first), SIGHUP is
  * passed on to them, and a worker that dies after it started is replaced. With SQLite the primary
- * also commits the workers' events, as the file's one writer (eventCommits.ts).
+ * also commits the workers' events, as the file's one writer (eventCommits.ts), and it gathers
+ * every worker's metrics for each worker's `/metrics` (metrics.ts).
  */
 export async function runPrimary(settings: Settings, logger: Logger, prepare: () => Promise<void>): Promise<void> {
   // Challenges and velocity counts must be seen by every worker, or a step-up retry that lands on
@@ -23,6 +25,7 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
     ? undefined
     : await openDatabase(settings.databaseUrl, { migrate: false, sqliteSync: settings.sqliteSync, sqliteWalMb: settings.sqliteWalMb });
   if (writerDb) commitWorkersEvents(sqliteEventWriter(writerDb.knex), settings.workers);
+  aggregateWorkersMetrics();
   // Structured clone rather than JSON: a batch's rows are JSON text, which JSON would escape again,
   // and the stored rows that ingest reads back carry Buffers.
   cluster.setupPrimary({ serialization: 'advanced' });

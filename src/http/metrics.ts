@@ -42,6 +42,8 @@ export function createMetrics() {
     name: 'tps_evaluation_thread',
     help: 'Whether evaluate runs in the evaluation thread (1) or in the HTTP thread (0): TPS_EVALUATE_THREAD as resolved',
     registers: [registry],
+    // Across workers (src/cluster/metrics.ts): each resolves it alike.
+    aggregator: 'first',
   });
 
   // A cluster worker's SQLite events go through the primary (src/cluster/eventCommits.ts); which
@@ -51,6 +53,7 @@ export function createMetrics() {
     help: 'Which process commits the events this process answers for: 1 on writer="self", or on writer="primary" in a SQLite cluster worker',
     labelNames: ['writer'],
     registers: [registry],
+    aggregator: 'first',
   });
 
   const observe = (): Middleware => async (ctx, next) => {
@@ -74,3 +77,6 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** What `/metrics` answers: this process's registry, or with TPS_WORKERS the whole service's (src/cluster/metrics.ts). */
+export type MetricsText = () => Promise<string>;

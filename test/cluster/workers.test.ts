@@ -52,6 +52,13 @@ function getText(port: number, route: string): Promise<string> {
   });
 }
 
+/** The sum of a metric's series in Prometheus text. */
+const sumOf = (text: string, metric: string): number =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+
 async function text(res: http.IncomingMessage): Promise<string> {
   let body = '';
   for await (const chunk of res) body += (chunk as Buffer).toString();
@@ -180,14 +187,18 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
     t.is(other.body.error.code, 'telemetry_id_conflict');
   }
 
-  // Who commits each worker's events: with SQLite the primary (src/server.ts hands the workers
-  // committedByPrimary; test/cluster/event-commits.test.ts tests the mechanism itself), with
-  // PostgreSQL the worker. The primary hands connections out in turn, so four new ones reach both workers.
+  // /metrics is the whole service's whichever worker answers: the primary gathers every worker's
+  // (src/cluster/metrics.ts). So the decisions it counts are every evaluation answered, by both
+  // workers, in each scrape alike. Who commits each worker's events: with SQLite the primary
+  // (src/server.ts hands the workers committedByPrimary; test/cluster/event-commits.test.ts tests
+  // the mechanism itself), with PostgreSQL the worker: one process's word, not a sum.
   const [writer, other] = store === 'sqlite' ? ['primary', 'self'] : ['self', 'primary'];
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < 3; i++) {
     const text = await getText(port, '/metrics');
+    t.is(sumOf(text, 'tps_decisions_total'), evaluations);
     t.regex(text, new RegExp(`^tps_event_writer\\{writer="${writer}"\\} 1$`, 'm'));
     t.notRegex(text, new RegExp(`^tps_event_writer\\{writer="${other}"\\}`, 'm'));
+    t.regex(text, /^tps_evaluation_thread [01]$/m);
   }
 
   server.proc.kill('SIGTERM');

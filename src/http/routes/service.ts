@@ -1,7 +1,8 @@
 import Router from '@koa/router';
+import { Registry } from 'prom-client';
 import type { Catalog } from '../../policy/catalog.js';
 import type { Database } from '../../store/db.js';
-import type { Metrics } from '../metrics.js';
+import type { MetricsText } from '../metrics.js';
 import type { TpsState } from '../middleware.js';
 import { openApiDocument } from '../openapi.js';
 
@@ -12,7 +13,7 @@ export interface ReadinessSource {
 }
 
 /** Liveness, readiness, metrics and the API description: no key needed. */
-export function serviceRoutes(db: Database, config: ReadinessSource, metrics: Metrics): Router<TpsState> {
+export function serviceRoutes(db: Database, config: ReadinessSource, metricsText: MetricsText): Router<TpsState> {
   const router = new Router<TpsState>();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -40,8 +41,8 @@ export function serviceRoutes(db: Database, config: ReadinessSource, metrics: Me
     };
   });
   router.get('/metrics', async (ctx) => {
-    ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
+    ctx.type = Registry.PROMETHEUS_CONTENT_TYPE;
+    ctx.body = await metricsText();
   });
   router.get('/openapi.json', (ctx) => {
     ctx.body = openApiDocument;

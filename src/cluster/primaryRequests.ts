@@ -1,0 +1,32 @@
+/**
+ * A worker's requests to its primary over node:cluster's channel, each matched to its reply by
+ * id (eventCommits.ts, metrics.ts). A request on its way when the primary goes fails, through
+ * `gone`, so nothing waits for a reply that cannot come.
+ */
+export function primaryRequests<Reply extends { id: number }>(
+  isReply: (m: unknown) => m is Reply,
+  gone: (why: string) => Error,
+): (request: (id: number) => object) => Promise<Reply> {
+  const pending = new Map<number, { resolve: (reply: Reply) => void; reject: (err: Error) => void }>();
+  let nextId = 0;
+  process.on('message', (m: unknown) => {
+    if (!isReply(m)) return;
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    p.resolve(m);
+  });
+  process.on('disconnect', () => {
+    for (const p of pending.values()) p.reject(gone('the primary is gone'));
+    pending.clear();
+  });
+  return (request) =>
+    new Promise<Reply>((resolve, reject) => {
+      if (!process.connected) return reject(gone('the primary is gone'));
+      const id = nextId++;
+      pending.set(id, { resolve, reject });
+      process.send!(request(id), undefined, undefined, (err) => {
+        if (err && pending.delete(id)) reject(gone(`the request could not be sent to the primary: ${err.message}`));
+      });
+    });
+}
