@@ -221,7 +221,9 @@ for (const mode of ['true', 'false']) {
       t.true(Math.abs(q.evaluate! + q.commit! - q.total!) <= 0.002, JSON.stringify(q));
       for (const part of ['bulk', 'filesync', 'catchup']) t.true(q[part]! >= 0 && q[part]! <= q.commit! + 0.001, JSON.stringify(q));
 
-      const HELD_MS = 300;
+      // Long against what the request may take to reach the commit on a loaded machine (the whole
+      // suite runs at once): the commit must wait at least half of it, the evaluation a quarter at most.
+      const HELD_MS = 1000;
       await exec('BEGIN IMMEDIATE');
       const started = performance.now();
       const release = new Promise((resolve) => setTimeout(resolve, HELD_MS)).then(() => exec('COMMIT'));
@@ -231,8 +233,8 @@ for (const mode of ['true', 'false']) {
       t.is(held.status, 200, JSON.stringify(held.body));
       t.truthy(await tps.tps.events.get(tps.environment, held.body.telemetryId));
       const h = timing(held.headers.get('server-timing'));
-      t.true(h.commit! >= HELD_MS * 0.8, `the commit waited for the lock: ${JSON.stringify(h)}`);
-      t.true(h.evaluate! < HELD_MS * 0.5, `the evaluation did not: ${JSON.stringify(h)}`);
+      t.true(h.commit! >= HELD_MS * 0.5, `the commit waited for the lock: ${JSON.stringify(h)}`);
+      t.true(h.evaluate! < HELD_MS * 0.25, `the evaluation did not: ${JSON.stringify(h)}`);
       t.true(h.total! <= roundTrip, `TPS's part fits in the client's round trip (${roundTrip} ms): ${JSON.stringify(h)}`);
       t.true(h.bulk! > 0 && h.bulk! < h.commit!, `bulk checkpoints ran during the wait, not all of it: ${JSON.stringify(h)}`);
 
