@@ -1,43 +1,94 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { primaryRequests } from './primaryRequests.js';
 
 /**
  * `/metrics` with several workers (TPS_WORKERS > 1). A scrape reaches whichever worker node:cluster
  * hands its connection to, and one worker's counters alone would step back and forth from one
- * scrape to the next. So a worker's `/metrics` asks the primary, which gathers every worker's
- * registry through prom-client's AggregatorRegistry and answers with the sum (gauges by the
- * aggregator each declares): every scrape sees the whole service.
+ * scrape to the next. So a worker's `/metrics` asks the primary, which collects every worker's
+ * registry and its own (with SQLite it is the writer: its checkpoints are there) and adds them up
+ * with prom-client's AggregatorRegistry (gauges by the aggregator each declares): every scrape
+ * sees the whole service.
  */
-type Request = { tps: 'metrics.get'; id: number };
-type Reply = { tps: 'metrics.text'; id: number; text: string } | { tps: 'metrics.failed'; id: number; message: string };
+/** One registry's metrics, as prom-client hands them between processes. */
+type Metrics = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+type Get = { tps: 'metrics.get'; id: number };
+type Text = { tps: 'metrics.text'; id: number; text: string } | { tps: 'metrics.failed'; id: number; message: string };
+type Collect = { tps: 'metrics.collect'; id: number };
+type Collected = { tps: 'metrics.collected'; id: number; metrics: Metrics };
 
-const isRequest = (m: unknown): m is Request => (m as Request | undefined)?.tps === 'metrics.get';
-const isReply = (m: unknown): m is Reply => {
-  const tps = (m as Reply | undefined)?.tps;
-  return tps === 'metrics.text' || tps === 'metrics.failed';
-};
+const is =
+  <M extends { tps: string }>(...kinds: M['tps'][]) =>
+  (m: unknown): m is M =>
+    kinds.includes((m as M | undefined)?.tps as M['tps']);
+const isGet = is<Get>('metrics.get');
+const isText = is<Text>('metrics.text', 'metrics.failed');
+const isCollect = is<Collect>('metrics.collect');
+const isCollected = is<Collected>('metrics.collected');
 
-/** The primary's side: each worker's request answered with every worker's metrics, aggregated. */
-export function aggregateWorkersMetrics(): void {
-  const aggregator = new AggregatorRegistry();
+/** A worker that does not answer in this long fails the scrape rather than leaving it out. */
+const COLLECT_TIMEOUT_MS = 5000;
+
+/** The primary's side: each worker's request answered with every worker's metrics and `own`, aggregated. */
+export function aggregateWorkersMetrics(own: Registry): void {
+  // Collections under way, by id: the workers yet to answer, and what the others sent.
+  const collecting = new Map<number, { waiting: Set<Worker>; metrics: Metrics[]; done(): void }>();
+  let nextId = 0;
+  const collect = (workers: Worker[]) =>
+    new Promise<Metrics[]>((resolve, reject) => {
+      const id = nextId++;
+      const entry = {
+        waiting: new Set(workers),
+        metrics: [] as Metrics[],
+        done() {
+          clearTimeout(timer);
+          collecting.delete(id);
+          resolve(entry.metrics);
+        },
+      };
+      const timer = setTimeout(() => {
+        collecting.delete(id);
+        reject(new Error(`${entry.waiting.size} worker(s) did not answer in ${COLLECT_TIMEOUT_MS} ms`));
+      }, COLLECT_TIMEOUT_MS);
+      collecting.set(id, entry);
+      for (const w of workers) w.send({ tps: 'metrics.collect', id } satisfies Collect);
+      if (workers.length === 0) entry.done();
+    });
+
+  // A worker that exits is no longer waited for: its metrics went with it.
+  cluster.on('exit', (worker) => {
+    for (const entry of collecting.values()) if (entry.waiting.delete(worker) && entry.waiting.size === 0) entry.done();
+  });
   cluster.on('message', (worker, m: unknown) => {
-    if (!isRequest(m)) return;
-    aggregator.clusterMetrics().then(
-      (text): Reply => ({ tps: 'metrics.text', id: m.id, text }),
-      (err: unknown): Reply => ({ tps: 'metrics.failed', id: m.id, message: (err as Error)?.message ?? String(err) }),
-    ).then((reply) => worker.isConnected() && worker.send(reply));
+    if (isCollected(m)) {
+      const entry = collecting.get(m.id);
+      if (!entry?.waiting.delete(worker)) return;
+      entry.metrics.push(m.metrics);
+      if (entry.waiting.size === 0) entry.done();
+      return;
+    }
+    if (!isGet(m)) return;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w?.isConnected() === true);
+    collect(workers)
+      // The primary's own last: a gauge aggregated as `first` is then a worker's, which set it.
+      .then(async (metrics) => AggregatorRegistry.aggregate([...metrics, await own.getMetricsAsJSON()]).metrics())
+      .then(
+        (text): Text => ({ tps: 'metrics.text', id: m.id, text }),
+        (err: unknown): Text => ({ tps: 'metrics.failed', id: m.id, message: (err as Error)?.message ?? String(err) }),
+      )
+      .then((reply) => worker.isConnected() && worker.send(reply));
   });
 }
 
 /** A worker's side: `local` is what this worker gives the primary; the text is the whole service's. */
 export function metricsThroughPrimary(local: Registry): () => Promise<string> {
-  AggregatorRegistry.setRegistries([local]);
-  // Constructing one makes prom-client answer the primary's requests for this worker's metrics.
-  new AggregatorRegistry();
-  const ask = primaryRequests(isReply, (why) => new Error(`${why}: no metrics`));
+  process.on('message', (m: unknown) => {
+    if (!isCollect(m)) return;
+    void local.getMetricsAsJSON().then((metrics) => process.connected && process.send!({ tps: 'metrics.collected', id: m.id, metrics } satisfies Collected));
+  });
+  const ask = primaryRequests(isText, (why) => new Error(`${why}: no metrics`));
   return async () => {
-    const reply = await ask((id): Request => ({ tps: 'metrics.get', id }));
+    const reply = await ask((id): Get => ({ tps: 'metrics.get', id }));
     if (reply.tps === 'metrics.failed') throw new Error(`the primary could not gather the workers' metrics: ${reply.message}`);
     return reply.text;
   };

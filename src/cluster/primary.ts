@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Settings } from '../config/env.js';
 import type { Logger } from '../http/logger.js';
+import { createMetrics } from '../http/metrics.js';
 import { isPostgresUrl, openDatabase } from '../store/db.js';
 import { sqliteEventWriter } from '../store/eventWriteTx.js';
 import { commitWorkersEvents } from './eventCommits.js';
@@ -20,12 +21,19 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
   // another worker than its challenge would fail: several workers share state through Redis.
   if (!settings.redisUrl) throw new Error(`TPS_WORKERS=${settings.workers} needs REDIS_URL: step-up challenges and velocity counts are shared between workers through Redis`);
   await prepare();
+  // Its own metrics join the workers' in every scrape: its process, and with SQLite its checkpoints.
+  const metrics = createMetrics();
   // The primary keeps a store only as SQLite's one event writer; PostgreSQL's workers commit their own.
   const writerDb = isPostgresUrl(settings.databaseUrl)
     ? undefined
-    : await openDatabase(settings.databaseUrl, { migrate: false, sqliteSync: settings.sqliteSync, sqliteWalMb: settings.sqliteWalMb });
+    : await openDatabase(settings.databaseUrl, {
+        migrate: false,
+        sqliteSync: settings.sqliteSync,
+        sqliteWalMb: settings.sqliteWalMb,
+        onCheckpoint: (seconds) => metrics.checkpointSeconds.observe(seconds),
+      });
   if (writerDb) commitWorkersEvents(sqliteEventWriter(writerDb.knex), settings.workers);
-  aggregateWorkersMetrics();
+  aggregateWorkersMetrics(metrics.registry);
   // Structured clone rather than JSON: a batch's rows are JSON text, which JSON would escape again,
   // and the stored rows that ingest reads back carry Buffers.
   cluster.setupPrimary({ serialization: 'advanced' });
