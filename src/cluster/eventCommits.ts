@@ -27,18 +27,31 @@ const isReply = (m: unknown): m is Reply => {
 };
 
 /**
- * The primary's side: every worker's batches, committed on `writer`, each answered to its worker.
- * A worker has one batch of each kind on its way at a time, so `workers` batches at most wait together.
+ * The primary's commits of the workers' batches. Evaluate's batches that reach it together share
+ * one transaction: a worker has one batch of each kind on its way at a time, so `workers` batches
+ * at most wait together. A group's transaction fails whole, whichever batch failed it, so each of
+ * its batches is then committed alone: a batch fails only for a fault of its own, not for one of
+ * another worker's. Ingest's batches are committed one by one (two may hold the same telemetryId).
  */
-export function commitWorkersEvents(writer: EventWriter, workers: number): void {
+export function workersCommits(writer: EventWriter, workers: number): Pick<EventWriter, Kind> {
   const alone = new GroupCommitter<readonly EventInsert[]>((batches) => writer.insertAlone(batches.flat()), workers, 0);
+  return {
+    insertAlone: (rows) => alone.append(rows).catch(() => writer.insertAlone(rows)),
+    insertNew: (rows) => writer.insertNew(rows),
+  };
+}
+
+/** The primary's side: every worker's batches, committed on `writer`, each answered to its worker. */
+export function commitWorkersEvents(writer: EventWriter, workers: number): void {
+  const commits = workersCommits(writer, workers);
   cluster.on('message', (worker, m: unknown) => {
     if (!isRequest(m)) return;
-    const committed = m.kind === 'insertAlone' ? alone.append(m.rows) : writer.insertNew(m.rows);
-    committed.then(
-      (stored): Reply => ({ tps: 'events.committed', id: m.id, ...(stored && { stored }) }),
-      (err: unknown): Reply => ({ tps: 'events.failed', id: m.id, message: (err as Error)?.message ?? String(err) }),
-    ).then((reply) => worker.isConnected() && worker.send(reply));
+    (commits[m.kind](m.rows) as Promise<EventRow[] | void>)
+      .then(
+        (stored): Reply => ({ tps: 'events.committed', id: m.id, ...(stored && { stored }) }),
+        (err: unknown): Reply => ({ tps: 'events.failed', id: m.id, message: (err as Error)?.message ?? String(err) }),
+      )
+      .then((reply) => worker.isConnected() && worker.send(reply));
   });
 }
 
