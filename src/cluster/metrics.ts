@@ -10,6 +10,7 @@ import { primaryRequests } from './primaryRequests.js';
  * with prom-client's AggregatorRegistry (gauges by the aggregator each declares): every scrape
  * sees the whole service.
  */
+
 /** One registry's metrics, as prom-client hands them between processes. */
 type Metrics = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 type Get = { tps: 'metrics.get'; id: number };
@@ -29,8 +30,11 @@ const isCollected = is<Collected>('metrics.collected');
 /** A worker that does not answer in this long fails the scrape rather than leaving it out. */
 const COLLECT_TIMEOUT_MS = 5000;
 
-/** The primary's side: each worker's request answered with every worker's metrics and `own`, aggregated. */
-export function aggregateWorkersMetrics(own: Registry): void {
+/**
+ * The primary's side: each worker's request answered with the metrics of every worker that
+ * `serving` lists (one still starting has none to give) and `own`, aggregated.
+ */
+export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]): void {
   // Collections under way, by id: the workers yet to answer, and what the others sent.
   const collecting = new Map<number, { waiting: Set<Worker>; metrics: Metrics[]; done(): void }>();
   let nextId = 0;
@@ -68,8 +72,7 @@ export function aggregateWorkersMetrics(own: Registry): void {
       return;
     }
     if (!isGet(m)) return;
-    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w?.isConnected() === true);
-    collect(workers)
+    collect(serving().filter((w) => w.isConnected()))
       // The primary's own last: a gauge aggregated as `first` is then a worker's, which set it.
       .then(async (metrics) => AggregatorRegistry.aggregate([...metrics, await own.getMetricsAsJSON()]).metrics())
       .then(

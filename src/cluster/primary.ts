@@ -33,13 +33,13 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
         onCheckpoint: (seconds) => metrics.checkpointSeconds.observe(seconds),
       });
   if (writerDb) commitWorkersEvents(sqliteEventWriter(writerDb.knex), settings.workers);
-  aggregateWorkersMetrics(metrics.registry);
   // Structured clone rather than JSON: a batch's rows are JSON text, which JSON would escape again,
   // and the stored rows that ingest reads back carry Buffers.
   cluster.setupPrimary({ serialization: 'advanced' });
 
   let stopping = false;
   const listening = new Set<Worker>();
+  aggregateWorkersMetrics(metrics.registry, () => [...listening]);
   const fork = () => cluster.fork({ TPS_CLUSTER_WORKER: '1' });
 
   cluster.on('listening', (worker) => {
