@@ -9,7 +9,7 @@ import { paced } from './paced.js';
 import { describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
 import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
-import { phaseFigures, scrape, type PhaseFigures } from './serverMetrics.js';
+import { phaseFigures, scrape, type PhaseFigures, type Scrape } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 import { deleteKeysUnder } from '../src/state/redis.js';
 
@@ -107,7 +107,7 @@ interface Row {
   otherCores: number;
   /** KB the server wrote to storage per 2xx answer (the SQLite file and its WAL); NaN where not its own process's writes. */
   writtenKb: number;
-  /** The server's own figures for the phase (from /metrics); none with several workers. */
+  /** The server's own figures for the phase (from /metrics); none with several workers of a build that did not gather their metrics. */
   figures?: PhaseFigures;
   /** A paced phase's answers split by where their time went (split.ts); none without Server-Timing. */
   split?: PhaseSplit;
@@ -119,6 +119,13 @@ let answered = 0; // 2xx answers from TPS, each of which promised one stored eve
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/**
+ * Whether a scrape is the whole service's. With several workers it is where the build gathers them
+ * in the primary (src/cluster/metrics.ts), which leaves out each process's start time; an older
+ * build's scrape reached one worker, which names its own.
+ */
+const wholeService = (s: Scrape) => cfg.workers === 1 || !s.has('tps_process_start_time_seconds');
 
 /** Measures around `run`: CPU (the server's with workers, this driver's, everyone else's) and the server's own figures. */
 async function metered<T extends { ok: number; seconds: number }>(serverPid: number, url: string, run: () => Promise<T>) {
@@ -144,8 +151,7 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
     otherCores: round(Math.max(0, other) / result.seconds, 2),
     // PostgreSQL's writes are its own processes', not the server's.
     writtenKb: result.ok && !cfg.databaseUrl ? round(written / 1024 / result.ok, 1) : NaN,
-    // With several workers each scrape reaches one of them: no whole figure to give.
-    figures: cfg.workers > 1 ? undefined : phaseFigures(k0, k1, result.seconds),
+    figures: wholeService(k1) ? phaseFigures(k0, k1, result.seconds) : undefined,
   };
 }
 
@@ -483,7 +489,7 @@ async function waitListening(url: string, child: Child): Promise<void> {
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
   const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'core wait µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
-  // '-' where a figure is missing: several workers, or a server (the baseline) without it.
+  // '-' where a figure is missing: several workers of a build that did not gather their metrics, or a server (the baseline) without it.
   const show = (digits: number, ...xs: (number | undefined)[]) => (xs.some((x) => x === undefined || Number.isNaN(x)) ? '-' : xs.map((x) => round(x!, digits)).join('/'));
   const body = rows.map((r) => {
     const f = r.figures;

@@ -1,8 +1,9 @@
 /**
  * What the server says of itself on /metrics, read before and after a benchmark phase: where an
  * answer's time goes beyond its own CPU (commits, checkpoints, garbage collection, a blocked event
- * loop). With several workers each scrape reaches one of them, so the caller shows none of it.
- * The figures are left unrounded: the table formats them.
+ * loop). With several workers a scrape is the whole service's (src/cluster/metrics.ts): the
+ * commits are the workers' round trips to the primary, the checkpoints the primary's, and the GC
+ * share the sum of every process's main thread. The figures are left unrounded: the table formats them.
  */
 
 /** One scrape: every sample by its full name with labels, e.g. `tps_event_commit_seconds_bucket{le="0.001"}`. */
