@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { GroupCommitter } from '../record/groupCommit.js';
 import type { EventRow } from '../store/eventRows.js';
 import type { EventInsert, EventWriter } from '../store/eventWriteTx.js';
-import { primaryRequests } from './primaryRequests.js';
+import { isMessage, primaryRequests } from './primaryRequests.js';
 
 /**
  * Several workers on one SQLite file (TPS_WORKERS > 1): the primary commits every worker's events.
@@ -20,11 +20,8 @@ type Kind = 'insertAlone' | 'insertNew';
 type Request = { tps: 'events.commit'; id: number; kind: Kind; rows: readonly EventInsert[] };
 type Reply = { tps: 'events.committed'; id: number; stored?: EventRow[] } | { tps: 'events.failed'; id: number; message: string };
 
-const isRequest = (m: unknown): m is Request => (m as Request | undefined)?.tps === 'events.commit';
-const isReply = (m: unknown): m is Reply => {
-  const tps = (m as Reply | undefined)?.tps;
-  return tps === 'events.committed' || tps === 'events.failed';
-};
+const isRequest = isMessage<Request>('events.commit');
+const isReply = isMessage<Reply>('events.committed', 'events.failed');
 
 /**
  * The primary's commits of the workers' batches. Evaluate's batches that reach it together share

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import { primaryRequests } from './primaryRequests.js';
+import { isMessage, primaryRequests } from './primaryRequests.js';
 
 /**
  * `/metrics` with several workers (TPS_WORKERS > 1). A scrape reaches whichever worker node:cluster
@@ -18,14 +18,10 @@ type Text = { tps: 'metrics.text'; id: number; text: string } | { tps: 'metrics.
 type Collect = { tps: 'metrics.collect'; id: number };
 type Collected = { tps: 'metrics.collected'; id: number; metrics: Metrics };
 
-const is =
-  <M extends { tps: string }>(...kinds: M['tps'][]) =>
-  (m: unknown): m is M =>
-    kinds.includes((m as M | undefined)?.tps as M['tps']);
-const isGet = is<Get>('metrics.get');
-const isText = is<Text>('metrics.text', 'metrics.failed');
-const isCollect = is<Collect>('metrics.collect');
-const isCollected = is<Collected>('metrics.collected');
+const isGet = isMessage<Get>('metrics.get');
+const isText = isMessage<Text>('metrics.text', 'metrics.failed');
+const isCollect = isMessage<Collect>('metrics.collect');
+const isCollected = isMessage<Collected>('metrics.collected');
 
 /** A worker that does not answer in this long fails the scrape rather than leaving it out. */
 const COLLECT_TIMEOUT_MS = 5000;

@@ -30,3 +30,9 @@ export function primaryRequests<Reply extends { id: number }>(
       });
     });
 }
+
+/** A guard for TPS's messages between processes, which name their kind in `tps`. */
+export const isMessage =
+  <M extends { tps: string }>(...kinds: M['tps'][]) =>
+  (m: unknown): m is M =>
+    kinds.includes((m as M | undefined)?.tps as M['tps']);
