@@ -10,16 +10,21 @@
 export type Scrape = Map<string, number>;
 
 export async function scrape(url: string): Promise<Scrape> {
-  const samples: Scrape = new Map();
   try {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    for (const line of text.split('\n')) {
-      if (!line || line.startsWith('#')) continue;
-      const space = line.lastIndexOf(' ');
-      samples.set(line.slice(0, space), Number(line.slice(space + 1)));
-    }
+    return parseMetrics(await (await fetch(`${url}/metrics`)).text());
   } catch {
     /* not TPS (or gone): every figure below comes out NaN */
+    return new Map();
+  }
+}
+
+/** Prometheus text as a Scrape. */
+export function parseMetrics(text: string): Scrape {
+  const samples: Scrape = new Map();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    samples.set(line.slice(0, space), Number(line.slice(space + 1)));
   }
   return samples;
 }
@@ -44,7 +49,7 @@ export interface PhaseFigures {
 
 const delta = (a: Scrape, b: Scrape, name: string) => (b.get(name) ?? NaN) - (a.get(name) ?? NaN);
 /** The sum over every label set of a metric; NaN where the server has no such metric (the bare Koa baseline). */
-function sumOf(s: Scrape, prefix: string): number {
+export function sumOf(s: Scrape, prefix: string): number {
   const values = [...s].filter(([k]) => k.startsWith(prefix)).map(([, v]) => v);
   return values.length ? values.reduce((a, b) => a + b, 0) : NaN;
 }

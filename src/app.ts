@@ -176,7 +176,9 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       policyVersions,
       stream: { maxQueue: settings.events.streamMaxQueue, pageSize: 200, heartbeatMs: settings.events.streamHeartbeatMs, stallMs: 60_000, retryMs: 2000 },
     });
-    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, options.metricsText?.(metrics.registry) ?? (() => metrics.registry.metrics())), eventsRouter]) {
+    // A cluster worker's are the whole service's (src/cluster/metrics.ts).
+    const metricsText = options.metricsText?.(metrics.registry) ?? (() => metrics.registry.metrics());
+    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metricsText), eventsRouter]) {
       app.use(router.routes());
     }
 

@@ -1,8 +1,7 @@
-import cluster from 'node:cluster';
 import { GroupCommitter } from '../record/groupCommit.js';
 import type { EventRow } from '../store/eventRows.js';
 import type { EventInsert, EventWriter } from '../store/eventWriteTx.js';
-import { isMessage, primaryRequests } from './primaryRequests.js';
+import { answerWorkers, isMessage, primaryRequests } from './primaryRequests.js';
 
 /**
  * Several workers on one SQLite file (TPS_WORKERS > 1): the primary commits every worker's events.
@@ -41,15 +40,14 @@ export function workersCommits(writer: EventWriter, workers: number): Pick<Event
 /** The primary's side: every worker's batches, committed on `writer`, each answered to its worker. */
 export function commitWorkersEvents(writer: EventWriter, workers: number): void {
   const commits = workersCommits(writer, workers);
-  cluster.on('message', (worker, m: unknown) => {
-    if (!isRequest(m)) return;
-    (commits[m.kind](m.rows) as Promise<EventRow[] | void>)
-      .then(
-        (stored): Reply => ({ tps: 'events.committed', id: m.id, ...(stored && { stored }) }),
-        (err: unknown): Reply => ({ tps: 'events.failed', id: m.id, message: (err as Error)?.message ?? String(err) }),
-      )
-      .then((reply) => worker.isConnected() && worker.send(reply));
-  });
+  answerWorkers(
+    isRequest,
+    async (m): Promise<Reply> => {
+      const stored = m.kind === 'insertNew' ? await commits.insertNew(m.rows) : await commits.insertAlone(m.rows);
+      return { tps: 'events.committed', id: m.id, ...(stored && { stored }) };
+    },
+    (m, message): Reply => ({ tps: 'events.failed', id: m.id, message }),
+  );
 }
 
 /** Why a worker's batch failed: the primary's writer said so, or the primary is gone. */

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
-import { isMessage, primaryRequests } from './primaryRequests.js';
+import { answerWorkers, isMessage, primaryRequests } from './primaryRequests.js';
 
 /**
  * `/metrics` with several workers (TPS_WORKERS > 1). A scrape reaches whichever worker node:cluster
@@ -60,23 +60,22 @@ export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]):
     for (const entry of collecting.values()) if (entry.waiting.delete(worker) && entry.waiting.size === 0) entry.done();
   });
   cluster.on('message', (worker, m: unknown) => {
-    if (isCollected(m)) {
-      const entry = collecting.get(m.id);
-      if (!entry?.waiting.delete(worker)) return;
-      entry.metrics.push(m.metrics);
-      if (entry.waiting.size === 0) entry.done();
-      return;
-    }
-    if (!isGet(m)) return;
-    collect(serving().filter((w) => w.isConnected()))
-      // The primary's own last: a gauge aggregated as `first` is then a worker's, which set it.
-      .then(async (metrics) => AggregatorRegistry.aggregate([...metrics, await own.getMetricsAsJSON()]).metrics())
-      .then(
-        (text): Text => ({ tps: 'metrics.text', id: m.id, text }),
-        (err: unknown): Text => ({ tps: 'metrics.failed', id: m.id, message: (err as Error)?.message ?? String(err) }),
-      )
-      .then((reply) => worker.isConnected() && worker.send(reply));
+    if (!isCollected(m)) return;
+    const entry = collecting.get(m.id);
+    if (!entry?.waiting.delete(worker)) return;
+    entry.metrics.push(m.metrics);
+    if (entry.waiting.size === 0) entry.done();
   });
+  answerWorkers(
+    isGet,
+    async (m): Promise<Text> => {
+      const metrics = await collect(serving().filter((w) => w.isConnected()));
+      // The primary's own last: a gauge aggregated as `first` is then a worker's, which set it.
+      const text = await AggregatorRegistry.aggregate([...metrics, await own.getMetricsAsJSON()]).metrics();
+      return { tps: 'metrics.text', id: m.id, text };
+    },
+    (m, message): Text => ({ tps: 'metrics.failed', id: m.id, message }),
+  );
 }
 
 /** A worker's side: `local` is what this worker gives the primary; the text is the whole service's. */

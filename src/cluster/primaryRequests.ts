@@ -1,6 +1,8 @@
+import cluster from 'node:cluster';
+
 /**
  * A worker's requests to its primary over node:cluster's channel, each matched to its reply by
- * id (eventCommits.ts, metrics.ts). A request on its way when the primary goes fails, through
+ * id (eventCommits.ts, metrics.ts; answerWorkers below is the primary's side). A request on its way when the primary goes fails, through
  * `gone`, so nothing waits for a reply that cannot come.
  */
 export function primaryRequests<Reply extends { id: number }>(
@@ -29,6 +31,23 @@ export function primaryRequests<Reply extends { id: number }>(
         if (err && pending.delete(id)) reject(gone(`the request could not be sent to the primary: ${err.message}`));
       });
     });
+}
+
+/**
+ * The primary's side: each request `isRequest` accepts, from whichever worker, answered with what
+ * `handle` gives, or with `failed` saying why it threw.
+ */
+export function answerWorkers<Request extends { id: number }>(
+  isRequest: (m: unknown) => m is Request,
+  handle: (request: Request) => Promise<object>,
+  failed: (request: Request, message: string) => object,
+): void {
+  cluster.on('message', (worker, m: unknown) => {
+    if (!isRequest(m)) return;
+    handle(m)
+      .catch((err: unknown) => failed(m, (err as Error)?.message ?? String(err)))
+      .then((reply) => worker.isConnected() && worker.send(reply));
+  });
 }
 
 /** A guard for TPS's messages between processes, which name their kind in `tps`. */

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { Redis } from 'ioredis';
+import { parseMetrics, sumOf } from '../../bench/serverMetrics.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { openDatabase } from '../../src/store/db.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
@@ -51,13 +52,6 @@ function getText(port: number, route: string): Promise<string> {
     http.get({ host: '127.0.0.1', port, path: route, agent: false }, (res) => void text(res).then(resolve, reject)).on('error', reject);
   });
 }
-
-/** The sum of a metric's series in Prometheus text. */
-const sumOf = (text: string, metric: string): number =>
-  text
-    .split('\n')
-    .filter((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
-    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 
 async function text(res: http.IncomingMessage): Promise<string> {
   let body = '';
@@ -197,7 +191,7 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
   const [writer, other] = store === 'sqlite' ? ['primary', 'self'] : ['self', 'primary'];
   for (let i = 0; i < 3; i++) {
     const text = await getText(port, '/metrics');
-    t.is(sumOf(text, 'tps_decisions_total'), evaluations);
+    t.is(sumOf(parseMetrics(text), 'tps_decisions_total'), evaluations);
     t.regex(text, new RegExp(`^tps_event_writer\\{writer="${writer}"\\} 1$`, 'm'));
     t.notRegex(text, new RegExp(`^tps_event_writer\\{writer="${other}"\\}`, 'm'));
     t.regex(text, /^tps_evaluation_thread [01]$/m);
@@ -206,7 +200,7 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
   }
   // The primary's own metrics are in them too: with SQLite its catch-ups, the only ones (a bulk
   // checkpoint runs every 100 ms, so the first catch-up may take a few).
-  const catchUps = async () => sumOf(await getText(port, '/metrics'), 'tps_sqlite_checkpoint_seconds_count');
+  const catchUps = async () => sumOf(parseMetrics(await getText(port, '/metrics')), 'tps_sqlite_checkpoint_seconds_count');
   if (store === 'sqlite') {
     let seen = 0;
     for (let i = 0; i < 50 && (seen = await catchUps()) === 0; i++) await new Promise((r) => setTimeout(r, 100));
