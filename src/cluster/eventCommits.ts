@@ -22,6 +22,10 @@ type Reply = { tps: 'events.committed'; id: number; stored?: EventRow[] } | { tp
 const isRequest = isMessage<Request>('events.commit');
 const isReply = isMessage<Reply>('events.committed', 'events.failed');
 
+// A group's transaction failed: which of its batches failed it is known only by trying each alone.
+// A batch that was alone has failed for itself, and is not tried again.
+class GroupFailed extends Error {}
+
 /**
  * The primary's commits of the workers' batches. Evaluate's batches that reach it together share
  * one transaction: a worker has one batch of each kind on its way at a time, so `workers` batches
@@ -30,9 +34,13 @@ const isReply = isMessage<Reply>('events.committed', 'events.failed');
  * another worker's. Ingest's batches are committed one by one (two may hold the same telemetryId).
  */
 export function workersCommits(writer: EventWriter, workers: number): Pick<EventWriter, Kind> {
-  const alone = new GroupCommitter<readonly EventInsert[]>((batches) => writer.insertAlone(batches.flat()), workers, 0);
+  const alone = new GroupCommitter<readonly EventInsert[]>(
+    (batches) => writer.insertAlone(batches.flat()).catch((err: unknown) => Promise.reject(batches.length > 1 ? new GroupFailed() : err)),
+    workers,
+    0,
+  );
   return {
-    insertAlone: (rows) => alone.append(rows).catch(() => writer.insertAlone(rows)),
+    insertAlone: (rows) => alone.append(rows).catch((err: unknown) => (err instanceof GroupFailed ? writer.insertAlone(rows) : Promise.reject(err))),
     insertNew: (rows) => writer.insertNew(rows),
   };
 }

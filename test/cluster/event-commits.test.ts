@@ -45,13 +45,23 @@ test('a batch committed in a group with a refused one is stored, and only the re
   for (const batch of [stored, [stored[0]!], fresh]) await capture.insertBatch(batch);
   const [storedRows, takenRows, freshRows] = prepared as [readonly EventInsert[], readonly EventInsert[], readonly EventInsert[]];
 
-  const commits = workersCommits(sqliteEventWriter(db.knex), 2);
+  // The real writer, with each transaction it is asked for counted.
+  const writer = sqliteEventWriter(db.knex);
+  let attempts = 0;
+  const commits = workersCommits({ ...writer, insertAlone: (rows) => (attempts++, writer.insertAlone(rows)) }, 2);
   await commits.insertAlone(storedRows);
-  // In one turn: a group of the two (maxBatch = two workers).
+  // In one turn: a group of the two (maxBatch = two workers), then each alone.
+  attempts = 0;
   const [refused, beside] = await Promise.allSettled([commits.insertAlone(takenRows), commits.insertAlone(freshRows)]);
   t.is(refused.status, 'rejected');
   t.regex(String((refused as PromiseRejectedResult).reason), /unique/i);
   t.is(beside.status, 'fulfilled', String((beside as PromiseRejectedResult).reason));
+  t.is(attempts, 3);
+  // Refused alone, it fails with the writer's own error, tried once.
+  attempts = 0;
+  const alone = await commits.insertAlone(takenRows).catch((err: unknown) => err);
+  t.regex(String(alone), /unique/i);
+  t.is(attempts, 1);
   const events = new KnexEventStore(db);
   t.is(await events.count('grouped-a'), 3);
   t.is(await events.count('grouped-b'), 3);
