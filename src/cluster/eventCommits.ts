@@ -34,13 +34,26 @@ class GroupFailed extends Error {}
  * another worker's. Ingest's batches are committed one by one (two may hold the same telemetryId).
  */
 export function workersCommits(writer: EventWriter, workers: number): Pick<EventWriter, Kind> {
-  const alone = new GroupCommitter<readonly EventInsert[]>(
-    (batches) => writer.insertAlone(batches.flat()).catch((err: unknown) => Promise.reject(batches.length > 1 ? new GroupFailed() : err)),
+  const grouped = new GroupCommitter<readonly EventInsert[]>(
+    async (batches) => {
+      try {
+        await writer.insertAlone(batches.flat());
+      } catch (err) {
+        throw batches.length > 1 ? new GroupFailed() : err;
+      }
+    },
     workers,
     0,
   );
   return {
-    insertAlone: (rows) => alone.append(rows).catch((err: unknown) => (err instanceof GroupFailed ? writer.insertAlone(rows) : Promise.reject(err))),
+    async insertAlone(rows) {
+      try {
+        await grouped.append(rows);
+      } catch (err) {
+        if (!(err instanceof GroupFailed)) throw err;
+        await writer.insertAlone(rows);
+      }
+    },
     insertNew: (rows) => writer.insertNew(rows),
   };
 }
