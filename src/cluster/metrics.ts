@@ -16,12 +16,12 @@ type Metrics = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 type Get = { tps: 'metrics.get'; id: number };
 type Text = { tps: 'metrics.text'; id: number; text: string } | { tps: 'metrics.failed'; id: number; message: string };
 type Collect = { tps: 'metrics.collect'; id: number };
-type Collected = { tps: 'metrics.collected'; id: number; metrics: Metrics };
+type Collected = { tps: 'metrics.collected'; id: number; metrics: Metrics } | { tps: 'metrics.uncollected'; id: number; message: string };
 
 const isGet = isMessage<Get>('metrics.get');
 const isText = isMessage<Text>('metrics.text', 'metrics.failed');
 const isCollect = isMessage<Collect>('metrics.collect');
-const isCollected = isMessage<Collected>('metrics.collected');
+const isCollected = isMessage<Collected>('metrics.collected', 'metrics.uncollected');
 
 /** A worker that does not answer in this long fails the scrape rather than leaving it out. */
 const COLLECT_TIMEOUT_MS = 5000;
@@ -32,24 +32,28 @@ const COLLECT_TIMEOUT_MS = 5000;
  */
 export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]): void {
   // Collections under way, by id: the workers yet to answer, and what the others sent.
-  const collecting = new Map<number, { waiting: Set<Worker>; metrics: Metrics[]; done(): void }>();
+  const collecting = new Map<number, { waiting: Set<Worker>; metrics: Metrics[]; done(): void; fail(why: string): void }>();
   let nextId = 0;
   const collect = (workers: Worker[]) =>
     new Promise<Metrics[]>((resolve, reject) => {
       const id = nextId++;
+      const end = () => {
+        clearTimeout(timer);
+        collecting.delete(id);
+      };
       const entry = {
         waiting: new Set(workers),
         metrics: [] as Metrics[],
         done() {
-          clearTimeout(timer);
-          collecting.delete(id);
+          end();
           resolve(entry.metrics);
         },
+        fail(why: string) {
+          end();
+          reject(new Error(why));
+        },
       };
-      const timer = setTimeout(() => {
-        collecting.delete(id);
-        reject(new Error(`${entry.waiting.size} worker(s) did not answer in ${COLLECT_TIMEOUT_MS} ms`));
-      }, COLLECT_TIMEOUT_MS);
+      const timer = setTimeout(() => entry.fail(`${entry.waiting.size} worker(s) did not answer in ${COLLECT_TIMEOUT_MS} ms`), COLLECT_TIMEOUT_MS);
       collecting.set(id, entry);
       for (const w of workers) w.send({ tps: 'metrics.collect', id } satisfies Collect);
       if (workers.length === 0) entry.done();
@@ -63,6 +67,7 @@ export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]):
     if (!isCollected(m)) return;
     const entry = collecting.get(m.id);
     if (!entry?.waiting.delete(worker)) return;
+    if (m.tps === 'metrics.uncollected') return entry.fail(`a worker could not collect its metrics: ${m.message}`);
     entry.metrics.push(m.metrics);
     if (entry.waiting.size === 0) entry.done();
   });
@@ -80,9 +85,17 @@ export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]):
 
 /** A worker's side: `local` is what this worker gives the primary; the text is the whole service's. */
 export function metricsThroughPrimary(local: Registry): () => Promise<string> {
+  // A registry that fails (a collect callback throwing) fails the scrape at once, as it would in
+  // one process, rather than after the primary's timeout, or as a rejection that ends the worker.
   process.on('message', (m: unknown) => {
     if (!isCollect(m)) return;
-    void local.getMetricsAsJSON().then((metrics) => process.connected && process.send!({ tps: 'metrics.collected', id: m.id, metrics } satisfies Collected));
+    void local
+      .getMetricsAsJSON()
+      .then(
+        (metrics): Collected => ({ tps: 'metrics.collected', id: m.id, metrics }),
+        (err: unknown): Collected => ({ tps: 'metrics.uncollected', id: m.id, message: (err as Error)?.message ?? String(err) }),
+      )
+      .then((reply) => process.connected && process.send!(reply));
   });
   const ask = primaryRequests(isText, (why) => new Error(`${why}: no metrics`));
   return async () => {

@@ -1,9 +1,9 @@
 import cluster from 'node:cluster';
 
 /**
- * A worker's requests to its primary over node:cluster's channel, each matched to its reply by
- * id (eventCommits.ts, metrics.ts; answerWorkers below is the primary's side). A request on its way when the primary goes fails, through
- * `gone`, so nothing waits for a reply that cannot come.
+ * A worker's requests to its primary over node:cluster's channel, each matched to its reply by id
+ * (eventCommits.ts, metrics.ts; answerWorkers below is the primary's side). A request on its way
+ * when the primary goes fails, through `gone`, so nothing waits for a reply that cannot come.
  */
 export function primaryRequests<Reply extends { id: number }>(
   isReply: (m: unknown) => m is Reply,
