@@ -488,13 +488,13 @@ async function waitListening(url: string, child: Child): Promise<void> {
 }
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
-  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'core wait µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC %', 'loop late p99 ms', 'others busy (cores)'];
+  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'core wait µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC % HTTP/eval', 'loop late p99 ms', 'others busy (cores)'];
   // '-' where a figure is missing: several workers of a build that did not gather their metrics, or a server (the baseline) without it.
   const show = (digits: number, ...xs: (number | undefined)[]) => (xs.some((x) => x === undefined || Number.isNaN(x)) ? '-' : xs.map((x) => round(x!, digits)).join('/'));
   const body = rows.map((r) => {
     const f = r.figures;
     const checkpoints = f?.checkpointsPerS ? `${show(1, f.checkpointsPerS)} × ${show(2, f.checkpointMeanMs)}` : '-';
-    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(2, r.switches), show(0, r.coreWaitUs), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, show(1, f?.gcPct), show(2, f?.loopP99Ms), r.otherCores].map(String);
+    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(2, r.switches), show(0, r.coreWaitUs), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, f ? `${show(1, f.gcPct)}/${show(1, f.threadGcPct)}` : '-', show(2, f?.loopP99Ms), r.otherCores].map(String);
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;

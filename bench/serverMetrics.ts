@@ -38,8 +38,10 @@ export interface PhaseFigures {
   /** SQLite checkpoints per second and their mean duration, ms (NaN on PostgreSQL). */
   checkpointsPerS: number;
   checkpointMeanMs: number;
-  /** Share of the phase the main thread spent in garbage collection, %. */
+  /** Share of the phase the main (HTTP) thread spent in garbage collection, %. */
   gcPct: number;
+  /** The same for the evaluation thread, % (NaN where evaluations run in the HTTP thread). */
+  threadGcPct: number;
   /**
    * How late the event loop ran at p99 over the phase, ms. prom-client samples the loop every
    * 10 ms and records the whole interval, so the minimum (the interval itself) is taken off.
@@ -70,6 +72,7 @@ export function phaseFigures(before: Scrape, after: Scrape, seconds: number): Ph
   const commits = delta(before, after, 'tps_event_commit_seconds_count');
   const checkpoints = delta(before, after, 'tps_sqlite_checkpoint_seconds_count');
   const gcSeconds = sumOf(after, 'tps_nodejs_gc_duration_seconds_sum') - sumOf(before, 'tps_nodejs_gc_duration_seconds_sum');
+  const threadGcSeconds = sumOf(after, 'tps_evaluation_thread_gc_seconds_total') - sumOf(before, 'tps_evaluation_thread_gc_seconds_total');
   return {
     perCommit: delta(before, after, 'tps_event_commit_batch_size_sum') / delta(before, after, 'tps_event_commit_batch_size_count'),
     commitMeanMs: (delta(before, after, 'tps_event_commit_seconds_sum') / commits) * 1000,
@@ -77,6 +80,7 @@ export function phaseFigures(before: Scrape, after: Scrape, seconds: number): Ph
     checkpointsPerS: checkpoints / seconds,
     checkpointMeanMs: (delta(before, after, 'tps_sqlite_checkpoint_seconds_sum') / checkpoints) * 1000,
     gcPct: (gcSeconds / seconds) * 100,
+    threadGcPct: (threadGcSeconds / seconds) * 100,
     // The lag histogram starts over at every scrape, so the one after the phase covers the phase.
     loopP99Ms: ((after.get('tps_nodejs_eventloop_lag_p99_seconds') ?? NaN) - (after.get('tps_nodejs_eventloop_lag_min_seconds') ?? NaN)) * 1000,
   };

@@ -18,7 +18,7 @@ import { EventHub } from './events/hub.js';
 import { Ingestor } from './events/ingest.js';
 import { RetentionPruner } from './events/retention.js';
 import { createLogger, safeError, type Logger } from './http/logger.js';
-import { createMetrics, type Metrics, type MetricsText } from './http/metrics.js';
+import { createMetrics, registerThreadGc, type Metrics, type MetricsText } from './http/metrics.js';
 import { authenticate, errors, rateLimit, requestId, requireJson, type TpsState } from './http/middleware.js';
 import { evaluateRoutes } from './http/routes/evaluate.js';
 import { eventRoutes } from './http/routes/events.js';
@@ -147,6 +147,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       config.onSwap((next) => thread.setCatalog(next.source));
       closers.unshift(() => thread.close());
       await thread.ready;
+      registerThreadGc(metrics.registry, () => thread.gcSince());
       evaluations = threadRunner(thread, committer);
       evaluationThread = thread;
     } else {

@@ -27,10 +27,18 @@ export type ToThread =
   | { type: 'evaluate'; id: number; environment: string; text: string }
   | { type: 'catalog'; id: number; source: LoadedConfig }
   | { type: 'assessed'; id: number; assessment: AiAssessment }
+  | { type: 'gc'; id: number }
   | { type: 'close'; id: number };
 
+/** Seconds the thread spent in garbage collection, by kind (prom-client's names), since it was last asked. */
+export type GcSeconds = Partial<Record<'minor' | 'major' | 'incremental' | 'weakcb', number>>;
+
 /** The thread's answer to one request (ToThread with an id). */
-export type Reply = { type: 'evaluated'; id: number; answer: Answer; event: PreparedEvent } | { type: 'failed'; id: number; error: ThreadError } | { type: 'done'; id: number };
+export type Reply =
+  | { type: 'evaluated'; id: number; answer: Answer; event: PreparedEvent }
+  | { type: 'failed'; id: number; error: ThreadError }
+  | { type: 'done'; id: number }
+  | { type: 'gc'; id: number; seconds: GcSeconds };
 
 export type FromThread =
   | { type: 'ready' }
@@ -159,6 +167,12 @@ export class EvaluationThread {
     if (m.type === 'evaluated') return m;
     const error = (m as Extract<Reply, { type: 'failed' }>).error;
     throw error.api ? new ApiError(error.api.code, error.message, error.api.details, error.api.headers) : new ThreadFailure(error);
+  }
+
+  /** The thread's garbage collection since the last call (for /metrics: its heap is not the HTTP thread's). */
+  async gcSince(): Promise<GcSeconds> {
+    const m = await this.send({ type: 'gc', id: this.nextId++ });
+    return m.type === 'gc' ? m.seconds : {};
   }
 
   /** A new configuration: evaluations that already started finish on the one they read. */

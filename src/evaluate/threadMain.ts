@@ -1,3 +1,4 @@
+import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ApiError } from '../api/errors.js';
 import type { AiAssessment } from '../api/types.js';
@@ -11,7 +12,7 @@ import { evaluateBody } from './body.js';
 import { Evaluator } from './evaluator.js';
 import { Outbox } from './outbox.js';
 import { answerOf } from './runner.js';
-import type { FromThread, Reply, ThreadError, ThreadOptions, ToThread } from './thread.js';
+import type { FromThread, GcSeconds, Reply, ThreadError, ThreadOptions, ToThread } from './thread.js';
 
 // The evaluation thread (thread.ts): its own catalog, compiled from the source the main thread
 // loaded, its own state, and the advisor reached through the main thread.
@@ -46,6 +47,22 @@ const evaluator = new Evaluator({
   challengeTtlMs: options.challengeTtlMs,
 });
 
+// This thread's heap is its own, which prom-client's nodejs_gc_* (in the HTTP thread) does not see;
+// at full load it collects about twice as long as the HTTP thread (bench/ROUNDS.md, 28th round).
+const GC_KINDS: Record<number, keyof GcSeconds> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+let gcSeconds: GcSeconds = {};
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    const kind = GC_KINDS[(entry as unknown as { detail: { kind: number } }).detail.kind];
+    if (kind) gcSeconds[kind] = (gcSeconds[kind] ?? 0) + entry.duration / 1000;
+  }
+}).observe({ entryTypes: ['gc'] });
+
 const failure = (err: unknown): ThreadError =>
   err instanceof ApiError ? { api: { code: err.code, details: err.details, headers: err.headers }, message: err.message } : safeError(err);
 
@@ -72,6 +89,11 @@ port.on('message', (m: ToThread) => {
       } catch (err) {
         return reply({ type: 'failed', id: m.id, error: safeError(err) });
       }
+    case 'gc': {
+      const seconds = gcSeconds;
+      gcSeconds = {};
+      return reply({ type: 'gc', id: m.id, seconds });
+    }
     case 'close':
       return void state.close().finally(() => reply({ type: 'done', id: m.id }));
   }

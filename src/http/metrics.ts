@@ -78,5 +78,23 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/**
+ * The evaluation thread's garbage collection, asked of the thread at each scrape: prom-client's
+ * tps_nodejs_gc_duration_seconds sees only the HTTP thread's heap. A thread starting again loses
+ * what it had not yet reported.
+ */
+export function registerThreadGc(registry: client.Registry, since: () => Promise<Partial<Record<string, number>>>): void {
+  new client.Counter({
+    name: 'tps_evaluation_thread_gc_seconds_total',
+    help: 'Time the evaluation thread spent in garbage collection, by kind (as tps_nodejs_gc_duration_seconds, which is the HTTP thread only)',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      const seconds = await since().catch(() => ({}));
+      for (const [kind, s] of Object.entries(seconds)) this.inc({ kind }, s ?? 0);
+    },
+  });
+}
+
 /** What `/metrics` answers: this process's registry, or with TPS_WORKERS the whole service's (src/cluster/metrics.ts). */
 export type MetricsText = () => Promise<string>;
