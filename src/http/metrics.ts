@@ -78,10 +78,15 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** How long a scrape waits for the evaluation thread's answer (below). */
+export const THREAD_GC_WAIT_MS = 1000;
+
 /**
  * The evaluation thread's garbage collection, asked of the thread at each scrape: prom-client's
- * tps_nodejs_gc_duration_seconds sees only the HTTP thread's heap. A thread starting again loses
- * what it had not yet reported.
+ * tps_nodejs_gc_duration_seconds sees only the HTTP thread's heap. A scrape waits for the thread
+ * at most THREAD_GC_WAIT_MS, so that a thread that does not answer cannot hold /metrics; a late
+ * answer is counted when it comes, for the next scrape. A thread starting again loses what it had
+ * not yet reported.
  */
 export function registerThreadGc(registry: client.Registry, since: () => Promise<Partial<Record<string, number>>>): void {
   new client.Counter({
@@ -90,8 +95,15 @@ export function registerThreadGc(registry: client.Registry, since: () => Promise
     labelNames: ['kind'],
     registers: [registry],
     async collect() {
-      const seconds = await since().catch(() => ({}));
-      for (const [kind, s] of Object.entries(seconds)) this.inc({ kind }, s ?? 0);
+      const counted = since().then(
+        (seconds) => {
+          for (const [kind, s] of Object.entries(seconds)) this.inc({ kind }, s ?? 0);
+        },
+        () => undefined,
+      );
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([counted, new Promise((resolve) => (timer = setTimeout(resolve, THREAD_GC_WAIT_MS)))]);
+      clearTimeout(timer);
     },
   });
 }
