@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { EvaluateResponse } from '../../src/api/types.js';
-import { capturedLogs, get, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
+import { capturedLogs, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
 // POST /api/evaluate runs in the evaluation thread (src/evaluate/thread.ts) or in the HTTP thread
@@ -171,11 +171,7 @@ test('a burst of evaluations comes back from the thread in groups of at most eig
 
 // The thread's heap is not the HTTP thread's, whose collections prom-client reports as
 // tps_nodejs_gc_duration_seconds: the thread's are asked of it at each scrape.
-async function threadGcSeconds(tps: RunningTps): Promise<{ series: number; minor: number }> {
-  const text = (await get(`${tps.url}/metrics`)).body as string;
-  const found = [...text.matchAll(/^tps_evaluation_thread_gc_seconds_total\{kind="(\w+)"\} (\S+)$/gm)];
-  return { series: found.length, minor: Number(found.find((m) => m[1] === 'minor')?.[2] ?? 0) };
-}
+const threadGc = async (tps: RunningTps) => threadGcByKind((await get(`${tps.url}/metrics`)).body as string);
 
 test("the evaluation thread's garbage collection is on /metrics, apart from the HTTP thread's", async (t) => {
   const threaded = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });
@@ -183,18 +179,18 @@ test("the evaluation thread's garbage collection is on /metrics, apart from the 
   try {
     // An evaluation allocates ~30 KB in the thread, whose young generation is 8 MB: a few hundred
     // fill it. Each round is a burst over HTTP; the thread reports its scavenges at the next scrape.
-    let gc = await threadGcSeconds(threaded);
-    for (let round = 0; round < 20 && gc.minor === 0; round++) {
+    let gc = await threadGc(threaded);
+    for (let round = 0; round < 20 && !gc.minor; round++) {
       const answers = await Promise.all(Array.from({ length: 200 }, () => post(`${threaded.url}/api/evaluate`, samples.createCustomer(), threaded.secretKey)));
       t.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
-      gc = await threadGcSeconds(threaded);
+      gc = await threadGc(threaded);
     }
-    t.true(gc.minor > 0, `the thread's scavenges were counted: ${JSON.stringify(gc)}`);
+    t.true(gc.minor! > 0, `the thread's scavenges were counted: ${JSON.stringify(gc)}`);
     // A counter: a later scrape reads at least as much (the thread reports what it had not yet).
-    t.true((await threadGcSeconds(threaded)).minor >= gc.minor);
+    t.true((await threadGc(threaded)).minor! >= gc.minor!);
     // Evaluating in the HTTP thread, there is no such thread to report: no series at all.
     t.is((await post(`${inline.url}/api/evaluate`, samples.createCustomer(), inline.secretKey)).status, 200);
-    t.is((await threadGcSeconds(inline)).series, 0);
+    t.deepEqual(await threadGc(inline), {});
   } finally {
     await threaded.close();
     await inline.close();

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { parseMetrics } from '../../bench/serverMetrics.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -154,4 +155,10 @@ export async function get(url: string, key?: string) {
     /* non-JSON bodies (metrics) stay text */
   }
   return { status: res.status, headers: res.headers, body: body as any };
+}
+
+const THREAD_GC = 'tps_evaluation_thread_gc_seconds_total{kind="';
+/** The evaluation thread's garbage collection on /metrics, seconds by kind, read as the benchmark reads a scrape. */
+export function threadGcByKind(metricsText: string): Record<string, number> {
+  return Object.fromEntries([...parseMetrics(metricsText)].filter(([k]) => k.startsWith(THREAD_GC)).map(([k, v]) => [k.slice(THREAD_GC.length, -'"}'.length), v]));
 }
