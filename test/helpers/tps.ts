@@ -1,5 +1,4 @@
 import crypto from 'node:crypto';
-import { parseMetrics } from '../../bench/serverMetrics.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import knexFactory from 'knex';
 import { pino } from 'pino';
+import { parseMetrics } from '../../bench/serverMetrics.js';
 import { createTps, type Tps } from '../../src/app.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
