@@ -13,6 +13,7 @@ const STATUS: Record<ErrorCode, number> = {
   unknown_operation: 422,
   rate_limited: 429,
   store_unavailable: 503,
+  evaluation_unavailable: 503,
   internal_error: 500,
 };
 

@@ -177,6 +177,7 @@ export const ERROR_CODES = [
   'unknown_operation',
   'rate_limited',
   'store_unavailable',
+  'evaluation_unavailable',
   'internal_error',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

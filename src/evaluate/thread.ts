@@ -60,6 +60,18 @@ export class ThreadFailure extends Error {
 // shorter) scavenges in the evaluation thread only.
 const YOUNG_GENERATION_MB = 8;
 
+// A thread that was ready for at least this long died of something other than how it starts.
+const YOUNG_DEATH_MS = 1000;
+const MAX_RESTART_DELAY_MS = 30_000;
+
+/**
+ * How long to wait before starting the successor of the `youngDeaths`-th thread in a row that
+ * died young: a single crash is mended at once, so that it costs only what was in flight; a thread
+ * that keeps dying as it starts backs off (1 s, 2 s, 4 s, ... 30 s) instead of looping.
+ */
+export const restartDelayMs = (youngDeaths: number): number =>
+  youngDeaths <= 1 ? 0 : Math.min(1000 * 2 ** (youngDeaths - 2), MAX_RESTART_DELAY_MS);
+
 // From source (tests, `npm run dev`) the thread's module is TypeScript: tsx registers itself in the
 // thread first, as it does not follow a process into its worker threads.
 function spawn(options: ThreadOptions): Worker {
@@ -83,6 +95,10 @@ export class EvaluationThread {
   private readonly pending = new Map<number, { resolve: (m: Reply) => void; reject: (err: Error) => void; evaluation: boolean }>();
   private nextId = 0;
   private closing = false;
+  /** Threads in a row that died before being ready for YOUNG_DEATH_MS. */
+  private youngDeaths = 0;
+  /** When a successor held back by restartDelayMs starts. */
+  private restartAt = 0;
   /** Settles once the first thread has compiled its configuration, or failed to. */
   readonly ready: Promise<void>;
 
@@ -101,11 +117,14 @@ export class EvaluationThread {
 
   private start(): Promise<void> {
     const worker = spawn(this.options);
-    const startedAt = Date.now();
+    let readyAt: number | undefined;
     this.worker = worker;
     return new Promise((resolve, reject) => {
       worker.on('message', (m: FromThread) => {
-        if (m.type === 'ready') return resolve();
+        if (m.type === 'ready') {
+          readyAt = Date.now();
+          return resolve();
+        }
         if (m.type === 'assess') return void this.assess(worker, m.id, m.view, m.settings);
         if (m.type === 'replies') {
           this.onReplies(m.replies.length);
@@ -126,10 +145,13 @@ export class EvaluationThread {
         this.pending.clear();
         if (this.closing) return;
         this.onFailure(gone);
-        // A thread that dies as it starts would otherwise be restarted in a tight loop.
+        const young = readyAt === undefined || Date.now() - readyAt < YOUNG_DEATH_MS;
+        this.youngDeaths = young ? this.youngDeaths + 1 : 0;
+        const delay = restartDelayMs(this.youngDeaths);
         const again = () => void (this.closing || this.start().catch(() => undefined));
-        if (Date.now() - startedAt < 1000) setTimeout(again, 1000).unref();
-        else again();
+        if (delay === 0) return again();
+        this.restartAt = Date.now() + delay;
+        setTimeout(again, delay).unref();
       });
     });
   }
@@ -147,7 +169,11 @@ export class EvaluationThread {
 
   private send(message: ToThread): Promise<Reply> {
     const worker = this.worker;
-    if (!worker) return Promise.reject(new Error('the evaluation thread is starting again'));
+    if (!worker) {
+      // Only while a thread that keeps dying young is held back: the client may come back.
+      const seconds = String(Math.max(1, Math.ceil((this.restartAt - Date.now()) / 1000)));
+      return Promise.reject(new ApiError('evaluation_unavailable', `the evaluation thread is starting again; retry in ${seconds} s`, undefined, { 'retry-after': seconds }));
+    }
     return new Promise((resolve, reject) => {
       this.pending.set(message.id, { resolve, reject, evaluation: message.type === 'evaluate' });
       worker.postMessage(message);
@@ -177,6 +203,8 @@ export class EvaluationThread {
 
   /** A new configuration: evaluations that already started finish on the one they read. */
   async setCatalog(source: LoadedConfig): Promise<void> {
+    // The held-back successor starts from it (the HTTP thread has compiled this source).
+    if (!this.worker) return void (this.options = { ...this.options, source });
     const m = await this.send({ type: 'catalog', id: this.nextId++, source });
     if (m.type === 'failed') throw new ThreadFailure(m.error);
     // Only a source the thread took: a successor must not start from one it refused.

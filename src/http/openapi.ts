@@ -183,7 +183,7 @@ export const openApiDocument = {
           415: errorResponse('unsupported_media_type'),
           422: errorResponse('unknown_operation'),
           429: errorResponse('rate_limited'),
-          503: errorResponse('store_unavailable'),
+          503: errorResponse('store_unavailable, or evaluation_unavailable (with retry-after)'),
         },
       },
     },

@@ -77,14 +77,18 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       /** Waits until the tail has printed n lines; undefined if `patienceMs` passes first. */
       const lines = (n: number, patienceMs = 60_000) =>
         new Promise<string[] | undefined>((resolve, reject) => {
-          const timer = setTimeout(() => resolve(undefined), patienceMs);
-          wake = () => {
-            if (shownLines().length >= n) {
-              clearTimeout(timer);
-              resolve(shownLines());
-            }
+          // Each wait's close listener leaves with it: the polling loop below waits many times.
+          const exited = () => reject(new Error(`tail exited: ${stderr}`));
+          const done = (result: string[] | undefined) => {
+            clearTimeout(timer);
+            child.off('close', exited);
+            resolve(result);
           };
-          child.once('close', () => reject(new Error(`tail exited: ${stderr}`)));
+          const timer = setTimeout(() => done(undefined), patienceMs);
+          wake = () => {
+            if (shownLines().length >= n) done(shownLines());
+          };
+          child.once('close', exited);
           wake();
         });
       const expected: string[] = [];
