@@ -179,7 +179,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     });
     // A cluster worker's are the whole service's (src/cluster/metrics.ts).
     const metricsText = options.metricsText?.(metrics.registry) ?? (() => metrics.registry.metrics());
-    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems }, metricsText), eventsRouter]) {
+    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems, evaluationHeldBack: evaluationThread?.heldBackSeconds }, metricsText), eventsRouter]) {
       app.use(router.routes());
     }
 

@@ -156,6 +156,10 @@ export class EvaluationThread {
     });
   }
 
+  /** 0 while a thread runs or starts; else the whole seconds (at least 1) until a held-back one starts. */
+  readonly heldBackSeconds = (): number =>
+    this.worker || this.closing ? 0 : Math.max(1, Math.ceil((this.restartAt - Date.now()) / 1000));
+
   /** Stops the thread as a crash would (what was in flight fails, a new one starts): for tests of that path. */
   async kill(): Promise<void> {
     await this.worker?.terminate();
@@ -171,7 +175,7 @@ export class EvaluationThread {
     const worker = this.worker;
     if (!worker) {
       // Only while a thread that keeps dying young is held back: the client may come back.
-      const seconds = String(Math.max(1, Math.ceil((this.restartAt - Date.now()) / 1000)));
+      const seconds = String(this.heldBackSeconds());
       return Promise.reject(new ApiError('evaluation_unavailable', `the evaluation thread is starting again; retry in ${seconds} s`, undefined, { 'retry-after': seconds }));
     }
     return new Promise((resolve, reject) => {

@@ -175,6 +175,11 @@ test('a thread that keeps dying young is started again after a while; meanwhile 
   t.regex(held.body.error.message, /retry in 1 s/);
   t.is(held.headers.get('retry-after'), '1');
   t.is(await stored(), before, 'nothing stored for a 503');
+  // A load balancer reading /readyz takes the instance out meanwhile.
+  const notReady = await get(`${tps.url}/readyz`);
+  t.is(notReady.status, 503);
+  t.like(notReady.body, { status: 'not_ready', store: { status: 'ok' }, evaluation: { status: 'restarting', retryAfterSeconds: 1 } });
+  t.is(notReady.headers.get('retry-after'), '1');
 
   cfg.replace('rules/payments.yaml', 'value: 10000', 'value: 5000');
   t.true((await tps.tps.config.reload()).ok);
@@ -188,6 +193,7 @@ test('a thread that keeps dying young is started again after a while; meanwhile 
   t.not(after.body.decision, 'allow', 'the reload in the gap is in force');
   t.is(after.body.policyVersionId, tps.tps.config.current().policies.get('payments')!.versionId);
   t.truthy(await tps.tps.events.get(tps.environment, after.body.telemetryId));
+  t.like((await get(`${tps.url}/readyz`)).body, { status: 'ready', evaluation: { status: 'ok' } });
   t.is(lines.filter((l) => l.includes('evaluation thread')).length, 3, lines.join(''));
 });
 

@@ -10,6 +10,8 @@ export interface ReadinessSource {
   catalog(): Catalog;
   /** Problems of the last configuration reload that was refused, if any. */
   configProblems(): readonly { file: string; path: string; message: string }[];
+  /** Seconds until a held-back evaluation thread starts again (0: evaluate can answer); absent without a thread. */
+  evaluationHeldBack?(): number;
 }
 
 /** Liveness, readiness, metrics and the API description: no key needed. */
@@ -27,10 +29,14 @@ export function serviceRoutes(db: Database, config: ReadinessSource, metricsText
       store = 'unreachable';
     }
     const problems = config.configProblems();
-    ctx.status = store === 'ok' ? 200 : 503;
+    const heldBack = config.evaluationHeldBack?.() ?? 0;
+    const ready = store === 'ok' && heldBack === 0;
+    ctx.status = ready ? 200 : 503;
+    if (heldBack) ctx.set('retry-after', String(heldBack));
     ctx.body = {
-      status: store === 'ok' ? 'ready' : 'not_ready',
+      status: ready ? 'ready' : 'not_ready',
       store: { status: store, dialect: db.dialect },
+      evaluation: heldBack ? { status: 'restarting', retryAfterSeconds: heldBack } : { status: 'ok' },
       configuration: {
         versionId: catalog.versionId,
         loadedAt: catalog.loadedAt.toISOString(),
