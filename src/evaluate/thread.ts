@@ -99,6 +99,8 @@ export class EvaluationThread {
   private youngDeaths = 0;
   /** When a successor held back by restartDelayMs starts. */
   private restartAt = 0;
+  /** Whether a thread was ever ready: one that never was is the start-up's failure (`ready` rejects), not a crash to mend. */
+  private everReady = false;
   /** Settles once the first thread has compiled its configuration, or failed to. */
   readonly ready: Promise<void>;
 
@@ -123,6 +125,7 @@ export class EvaluationThread {
       worker.on('message', (m: FromThread) => {
         if (m.type === 'ready') {
           readyAt = Date.now();
+          this.everReady = true;
           return resolve();
         }
         if (m.type === 'assess') return void this.assess(worker, m.id, m.view, m.settings);
@@ -143,7 +146,7 @@ export class EvaluationThread {
         this.worker = undefined;
         for (const p of this.pending.values()) p.reject(gone);
         this.pending.clear();
-        if (this.closing) return;
+        if (this.closing || !this.everReady) return;
         this.onFailure(gone);
         const young = readyAt === undefined || Date.now() - readyAt < YOUNG_DEATH_MS;
         this.youngDeaths = young ? this.youngDeaths + 1 : 0;

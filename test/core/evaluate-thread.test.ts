@@ -1,6 +1,7 @@
 import test from 'ava';
 import type { EvaluateResponse } from '../../src/api/types.js';
-import { restartDelayMs } from '../../src/evaluate/thread.js';
+import type { Advisor } from '../../src/ai/advisor.js';
+import { EvaluationThread, restartDelayMs } from '../../src/evaluate/thread.js';
 import { tempConfig } from '../helpers/config.js';
 import { capturedLogs, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
@@ -189,6 +190,19 @@ test('a thread that keeps dying young is started again after a while; meanwhile 
   t.truthy(await tps.tps.events.get(tps.environment, after.body.telemetryId));
   t.like((await get(`${tps.url}/readyz`)).body, { status: 'ready', evaluation: { status: 'ok' } });
   t.is(lines.filter((l) => l.includes('evaluation thread')).length, 3, lines.join(''));
+});
+
+// The first thread's failure is the start-up's (createTps rejects with it): nothing to start again.
+test('a first evaluation thread that cannot start is not started again, nor reported as a crash', async (t) => {
+  const failures: Error[] = [];
+  // A source the thread cannot compile; the advisor is never asked, as nothing is evaluated.
+  const thread = new EvaluationThread({ source: { operations: null } as never, redisPrefix: 'unused:', challengeTtlMs: 1000 }, {} as Advisor, (err) => failures.push(err));
+  // The thread's error crosses over as a plain object (another realm's TypeError).
+  await t.throwsAsync(thread.ready, { any: true, message: /not iterable/ });
+  // A successor would start from the same source and die as fast: give it the time to.
+  await new Promise((r) => setTimeout(r, 1500));
+  t.deepEqual(failures, []);
+  await thread.close();
 });
 
 // The histogram of answers per message from the thread (src/evaluate/outbox.ts), from /metrics.
