@@ -140,7 +140,10 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       const thread = new EvaluationThread(
         { source, redisUrl: settings.redisUrl, redisPrefix: settings.redisPrefix, challengeTtlMs },
         newAdvisor(),
-        (err) => logger.error({ err: safeError(err) }, 'the evaluation thread failed; starting it again'),
+        (err) => {
+          metrics.threadFailures.inc();
+          logger.error({ err: safeError(err) }, 'the evaluation thread failed; starting it again');
+        },
         (count) => metrics.threadReplies.observe(count),
       );
       // Before the swap: the thread has the new version by the time an answer can name it.

@@ -73,7 +73,14 @@ export function createMetrics() {
     buckets: [1, 2, 3, 4, 5, 6, 7, 8],
     registers: [registry],
   });
-  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, eventWriter, threadReplies, observe };
+  // A thread that crashes is started again at once and its evaluations in flight fail with a 500;
+  // the log says so once each time, but only a count shows a service that keeps losing its thread.
+  const threadFailures = new client.Counter({
+    name: 'tps_evaluation_thread_failures_total',
+    help: 'Evaluation threads that threw or stopped, each started again (the evaluations it held failed)',
+    registers: [registry],
+  });
+  return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, eventWriter, threadReplies, threadFailures, observe };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -116,12 +116,19 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
   }
 });
 
-test('an evaluation thread that stops is started again, and says so in the log', async (t) => {
+// tps_evaluation_thread_failures_total, from /metrics.
+async function threadFailures(tps: RunningTps): Promise<number> {
+  const text = (await get(`${tps.url}/metrics`)).body as string;
+  return Number(/^tps_evaluation_thread_failures_total (\d+)$/m.exec(text)?.[1] ?? NaN);
+}
+
+test('an evaluation thread that stops is started again, and says so in the log and on /metrics', async (t) => {
   const { logger, lines } = capturedLogs('error');
   const tps = await startTps({ logger });
   try {
     const evaluate = () => post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
     t.is((await evaluate()).status, 200);
+    t.is(await threadFailures(tps), 0);
     await tps.tps.evaluationThread!.kill();
     const after = await evaluate();
     t.is(after.status, 200, JSON.stringify(after.body));
@@ -130,6 +137,7 @@ test('an evaluation thread that stops is started again, and says so in the log',
     // Once per thread that ended, however it ended.
     t.is(logged.filter((l) => l.msg.includes('evaluation thread')).length, 1, lines.join(''));
     t.true(logged.some((l) => l.msg.includes('evaluation thread') && l.err?.message.includes('stopped')), lines.join(''));
+    t.is(await threadFailures(tps), 1);
   } finally {
     await tps.close();
   }
@@ -190,6 +198,7 @@ test('a thread that keeps dying young is started again after a while; meanwhile 
   t.truthy(await tps.tps.events.get(tps.environment, after.body.telemetryId));
   t.like((await get(`${tps.url}/readyz`)).body, { status: 'ready', evaluation: { status: 'ok' } });
   t.is(lines.filter((l) => l.includes('evaluation thread')).length, 3, lines.join(''));
+  t.is(await threadFailures(tps), 3);
 });
 
 // The first thread's failure is the start-up's (createTps rejects with it): nothing to mend. What
