@@ -1,4 +1,5 @@
 import test from 'ava';
+import { parseMetrics } from '../../bench/serverMetrics.js';
 import type { EvaluateResponse } from '../../src/api/types.js';
 import type { Advisor } from '../../src/ai/advisor.js';
 import { EvaluationThread, restartDelayMs } from '../../src/evaluate/thread.js';
@@ -116,11 +117,8 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
   }
 });
 
-// tps_evaluation_thread_failures_total, from /metrics.
-async function threadFailures(tps: RunningTps): Promise<number> {
-  const text = (await get(`${tps.url}/metrics`)).body as string;
-  return Number(/^tps_evaluation_thread_failures_total (\d+)$/m.exec(text)?.[1] ?? NaN);
-}
+// tps_evaluation_thread_failures_total, read from /metrics as the benchmark reads a scrape.
+const threadFailures = async (tps: RunningTps) => parseMetrics((await get(`${tps.url}/metrics`)).body as string).get('tps_evaluation_thread_failures_total');
 
 test('an evaluation thread that stops is started again, and says so in the log and on /metrics', async (t) => {
   const { logger, lines } = capturedLogs('error');
