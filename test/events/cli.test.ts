@@ -77,13 +77,15 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       /** Waits until the tail has printed n lines; undefined if `patienceMs` passes first. */
       const lines = (n: number, patienceMs = 60_000) =>
         new Promise<string[] | undefined>((resolve, reject) => {
-          // Each wait's close listener leaves with it: the polling loop below waits many times.
-          const exited = () => reject(new Error(`tail exited: ${stderr}`));
-          const done = (result: string[] | undefined) => {
+          // However a wait ends, its timer and close listener go with it: the polling loop below
+          // waits many times, and a tail that exits must not leave a minute's timer behind.
+          const settle = (finish: () => void) => {
             clearTimeout(timer);
             child.off('close', exited);
-            resolve(result);
+            finish();
           };
+          const exited = () => settle(() => reject(new Error(`tail exited: ${stderr}`)));
+          const done = (result: string[] | undefined) => settle(() => resolve(result));
           const timer = setTimeout(() => done(undefined), patienceMs);
           wake = () => {
             if (shownLines().length >= n) done(shownLines());
