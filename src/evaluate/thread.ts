@@ -118,7 +118,15 @@ export class EvaluationThread {
   }
 
   private start(): Promise<void> {
-    const worker = spawn(this.options);
+    let worker: Worker;
+    try {
+      worker = spawn(this.options);
+    } catch (err) {
+      // Thrown at once (workerData that cannot be cloned, say): no thread, so no exit will come to
+      // mend it. A successor's is mended here, as a thread that died young; the first is start-up's.
+      if (this.everReady) this.mend(err as Error, true);
+      return Promise.reject(err as Error);
+    }
     let readyAt: number | undefined;
     this.worker = worker;
     return new Promise((resolve, reject) => {
@@ -147,16 +155,20 @@ export class EvaluationThread {
         for (const p of this.pending.values()) p.reject(gone);
         this.pending.clear();
         if (this.closing || !this.everReady) return;
-        this.onFailure(gone);
-        const young = readyAt === undefined || Date.now() - readyAt < YOUNG_DEATH_MS;
-        this.youngDeaths = young ? this.youngDeaths + 1 : 0;
-        const delay = restartDelayMs(this.youngDeaths);
-        const again = () => void (this.closing || this.start().catch(() => undefined));
-        if (delay === 0) return again();
-        this.restartAt = Date.now() + delay;
-        setTimeout(again, delay).unref();
+        this.mend(gone, readyAt === undefined || Date.now() - readyAt < YOUNG_DEATH_MS);
       });
     });
+  }
+
+  /** Reports a thread that is gone and starts its successor, at once or after restartDelayMs. */
+  private mend(gone: Error, young: boolean): void {
+    this.onFailure(gone);
+    this.youngDeaths = young ? this.youngDeaths + 1 : 0;
+    const delay = restartDelayMs(this.youngDeaths);
+    const again = () => void (this.closing || this.start().catch(() => undefined));
+    if (delay === 0) return again();
+    this.restartAt = Date.now() + delay;
+    setTimeout(again, delay).unref();
   }
 
   /** 0 while a thread runs or starts; else the whole seconds (at least 1) until a held-back one starts. */

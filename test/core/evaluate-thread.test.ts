@@ -199,6 +199,43 @@ test('a thread that keeps dying young is started again after a while; meanwhile 
   t.is(await threadFailures(tps), 3);
 });
 
+// A successor that cannot even be spawned (`new Worker` throws at once: here, because the source it
+// would start from cannot be cloned into it) is reported and held back like a thread that died
+// young, where a throw out of the exit handler's timer would have ended the process.
+test('a successor whose spawn throws is reported, held back and started again later', async (t) => {
+  const { logger, lines } = capturedLogs('error');
+  const tps = await startTps({ logger });
+  t.teardown(() => tps.close());
+  const thread = tps.tps.evaluationThread!;
+  const evaluate = () => post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+  t.is((await evaluate()).status, 200);
+  const good = tps.tps.config.current().source;
+
+  // As in the test above: the third death in a row is the second young one, held back a second.
+  await new Promise((r) => setTimeout(r, 1100));
+  await thread.kill();
+  await thread.kill();
+  await thread.kill();
+  t.is((await evaluate()).status, 503);
+  // With no thread running, a reload only sets the source the held-back successor starts from.
+  await thread.setCatalog({ ...good, poison: () => undefined } as never);
+  const until = async (done: () => Promise<boolean>) => {
+    for (const start = Date.now(); !(await done()) && Date.now() - start < 5000; ) await new Promise((r) => setTimeout(r, 50));
+  };
+  await until(async () => (await threadFailures(tps)) === 4);
+  t.is(await threadFailures(tps), 4, lines.join(''));
+  t.true(lines.some((l) => l.includes('could not be cloned')), lines.join(''));
+  // Held back again (two seconds, the third young death), so still unavailable, not crashed.
+  t.is((await evaluate()).status, 503);
+
+  await thread.setCatalog(good);
+  let after = await evaluate();
+  await until(async () => (after = await evaluate()).status === 200);
+  t.is(after.status, 200, JSON.stringify(after.body));
+  t.truthy(await tps.tps.events.get(tps.environment, after.body.telemetryId));
+  t.is(await threadFailures(tps), 4);
+});
+
 // The first thread's failure is the start-up's (createTps rejects with it): nothing to mend. What
 // is observable from here is that no crash is reported; not starting a successor is the same early
 // return in the exit handler, and a spawn is not visible without a hook the class does not need.
