@@ -122,15 +122,19 @@ export function capturedLogs(level: string): { logger: Logger; lines: string[] }
 }
 
 /**
- * The sample payments policy's own velocity window, as the service compiles it. Its count is
- * estimated from two fixed buckets (src/state/counters.ts) and reads one or more below the exact
- * count when a burst crosses a bucket's edge, so a test that counts up to the limit first waits out
- * the bucket's last `marginMs`.
+ * TPS's counts (velocity windows, key quotas) are estimated from two fixed buckets of `seconds`
+ * (src/state/counters.ts) and read one or more below the exact count when a burst crosses a
+ * bucket's edge, so a test that counts up to a limit first waits out the bucket's last `marginMs`.
  */
+export async function awayFromBucketEdge(seconds: number, marginMs: number): Promise<void> {
+  const left = seconds * 1000 - (Date.now() % (seconds * 1000));
+  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 50));
+}
+
+/** The sample payments policy's own velocity window, as the service compiles it, once away from its bucket's edge. */
 export async function awayFromVelocityEdge(marginMs = 15_000): Promise<{ seconds: number; max: number }> {
   const window = loadCatalog(REPO_ROOT).policies.get('payments')!.serviceWindow!;
-  const left = window.seconds * 1000 - (Date.now() % (window.seconds * 1000));
-  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 50));
+  await awayFromBucketEdge(window.seconds, marginMs);
   return window;
 }
 
