@@ -105,7 +105,7 @@ export class EvaluationThread {
   readonly ready: Promise<void>;
 
   /**
-   * `onFailure` hears of a thread that threw or stopped; it is started again either way.
+   * `onFailure` hears of a thread that threw or stopped, or of a successor that could not be created; it is started again either way.
    * `onReplies` hears how many answers each of the thread's messages carried (a metric).
    */
   constructor(

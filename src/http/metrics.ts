@@ -73,11 +73,11 @@ export function createMetrics() {
     buckets: [1, 2, 3, 4, 5, 6, 7, 8],
     registers: [registry],
   });
-  // A thread that crashes is started again at once and its evaluations in flight fail with a 500;
-  // the log says so once each time, but only a count shows a service that keeps losing its thread.
+  // A thread that crashes is started again and its evaluations in flight fail with a 500; the log
+  // says so once each time, but only a count shows a service that keeps losing its thread.
   const threadFailures = new client.Counter({
     name: 'tps_evaluation_thread_failures_total',
-    help: 'Evaluation threads that threw or stopped, each started again (the evaluations it held failed)',
+    help: 'Evaluation threads that threw or stopped, or successors that could not be created; each is started again (the evaluations a thread held failed)',
     registers: [registry],
   });
   return { registry, requests, duration, decisions, commitBatch, commitFailures, commitSeconds, checkpointSeconds, evaluatesInThread, eventWriter, threadReplies, threadFailures, observe };
