@@ -73,7 +73,7 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       const status = Number(head.slice(9, 12));
       c.buf = c.buf.subarray(end + 4 + length);
       if (status >= 200 && status < 300) {
-        recordParts(parts, ok, c.sentAt - c.due, c.sentAt - c.noticed, /\r\nserver-timing:([^\r]*)/i.exec(head)?.[1]);
+        recordParts(parts, ok, c.due, c.sentAt - c.due, c.sentAt - c.noticed, /\r\nserver-timing:([^\r]*)/i.exec(head)?.[1]);
         latencies[ok++] = now() - c.due;
       } else failed++;
       c.busy = false;

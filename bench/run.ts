@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
-import { describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
+import { ANSWERS_CSV_HEADER, answersCsv, describeEpisodes, describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
 import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures, type Scrape } from './serverMetrics.js';
@@ -63,6 +63,8 @@ const cfg = {
    * shared machine other work yields the cores to the benchmark. Unset: priorities are left alone.
    */
   nice: process.env.BENCH_NICE ? Number(process.env.BENCH_NICE) : undefined,
+  /** A CSV file for every paced phase's answers, one line each (split.ts, answersCsv); rewritten by each run. */
+  answersFile: process.env.BENCH_ANSWERS || undefined,
   /** Extra node flags for the TPS process, e.g. "--cpu-prof --cpu-prof-dir=prof". */
   nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(/\s+/).filter(Boolean),
 };
@@ -243,6 +245,7 @@ async function drivePaced(phase: string, serverPid: number, port: number, secret
   }
   const { result, ...meter } = await metered(serverPid, `http://127.0.0.1:${port}`, () => paced(port, requests, rate, cfg.seconds));
   const split = phaseSplit(result.latencies, result.parts);
+  if (cfg.answersFile) fs.appendFileSync(cfg.answersFile, answersCsv(phase, result.latencies, result.parts));
   const row = summarize(phase, `${rate}/s`, result, meter);
   if (split) row.split = split;
   return { row, answers: warmed + result.ok };
@@ -326,6 +329,7 @@ const WHERE_EVALUATE: Record<string, string> = { '1': 'in the evaluation thread'
 async function main(): Promise<void> {
   if (!fs.existsSync(SERVER)) throw new Error(`${SERVER} is missing: run "npm run build" first (npm run bench does)`);
   if (cfg.nice !== undefined) os.setPriority(cfg.nice);
+  if (cfg.answersFile) fs.writeFileSync(cfg.answersFile, `${ANSWERS_CSV_HEADER}\n`);
   log(
     `TPS benchmark: ${cfg.seconds} s per phase, ${cfg.connections} connections, ${cfg.workers} worker(s), store ${cfg.databaseUrl ? 'postgres' : 'sqlite'}${cfg.redisUrl ? ', state in Redis' : ''}; ` +
       `${os.cpus().length} cores${cfg.nice !== undefined ? `, nice ${cfg.nice}` : ''}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
@@ -518,6 +522,7 @@ function printTable(rss: number, stored: { total: number; byDecision: Record<str
     out.push(`${r.phase}, where the time went (mean per answer; Server-Timing):`);
     out.push(`  all ${r.split!.all.answers} answers: ${describeSplit(r.split!.all)}`);
     out.push(`  slowest 1% (${r.split!.slowest.answers}): ${describeSplit(r.split!.slowest)}`);
+    out.push(`  slowest 1% by when they were due: ${describeEpisodes(r.split!.episodes)}`);
   }
   out.push(`server RSS after the run: ${rss} MB`);
   for (const s of samples) out.push(`  RSS after ${s.evaluations} long-run evaluations: ${s.rssMb} MB`);

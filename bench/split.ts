@@ -9,6 +9,8 @@ import { CHECKPOINT_KINDS, type CheckpointKind } from '../src/store/checkpointLo
 
 /** Per answer, in milliseconds, index for index with the phase's latencies; NaN where a server sent no header. */
 export interface AnswerParts {
+  /** The instant the request was due, on the driver's clock (performance.now()). */
+  due: Float64Array;
   /** From the instant the request was due to the instant the driver wrote it. */
   late: Float64Array;
   /** Of `late`, how long it waited for a free connection, behind answers still on their way. */
@@ -45,9 +47,32 @@ export interface SplitMs {
   duringCommit?: DuringCommitMs;
 }
 
+/**
+ * The slowest 1% grouped by when they were due: an answer due within EPISODE_GAP_MS of the slow
+ * one before it joins its episode. A tail of a few stalls, each holding every answer behind it,
+ * reads as a few long episodes; a tail of answers each late on its own, as many episodes as
+ * answers (thirty-second round).
+ */
+export interface Episodes {
+  count: number;
+  /** The episode with the most answers (the earliest of equals). */
+  largest: {
+    /** When its first answer was due, in milliseconds from the phase's first request. */
+    atMs: number;
+    /** From its first answer's due instant to its last's. */
+    spanMs: number;
+    answers: number;
+    /** Its slowest answer's latency. */
+    maxMs: number;
+  };
+}
+
+export const EPISODE_GAP_MS = 50;
+
 export interface PhaseSplit {
   all: SplitMs;
   slowest: SplitMs;
+  episodes: Episodes;
 }
 
 /** The index, in ascending order, of the p-th percentile of n values (nearest rank): the table's and the split's. */
@@ -56,6 +81,7 @@ export const nearestRank = (n: number, p: number) => Math.min(n - 1, Math.ceil((
 const perKind = <T>(value: (kind: CheckpointKind) => T) => Object.fromEntries(CHECKPOINT_KINDS.map((kind) => [kind, value(kind)])) as Record<CheckpointKind, T>;
 
 export const newParts = (size: number): AnswerParts => ({
+  due: new Float64Array(size),
   late: new Float64Array(size),
   queued: new Float64Array(size),
   evaluate: new Float64Array(size),
@@ -67,7 +93,8 @@ export const newParts = (size: number): AnswerParts => ({
 const SERVER_TIMING = /(\w+);dur=([\d.]+)/g;
 
 /** Stores answer i's parts; `header` is its Server-Timing value, if any. */
-export function recordParts(parts: AnswerParts, i: number, late: number, queued: number, header: string | undefined): void {
+export function recordParts(parts: AnswerParts, i: number, due: number, late: number, queued: number, header: string | undefined): void {
+  parts.due[i] = due;
   parts.late[i] = late;
   parts.queued[i] = queued;
   const found: Record<string, number> = {};
@@ -100,7 +127,54 @@ export function phaseSplit(latencies: Float64Array, parts: AnswerParts): PhaseSp
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => latencies[a]! - latencies[b]!);
   const p99 = order[nearestRank(n, 99)]!;
   const slowest = order.filter((i) => latencies[i]! >= latencies[p99]!);
-  return { all: mean(order, latencies, parts), slowest: mean(slowest, latencies, parts) };
+  return { all: mean(order, latencies, parts), slowest: mean(slowest, latencies, parts), episodes: episodes(slowest, latencies, parts.due.subarray(0, n)) };
+}
+
+const earliest = (due: Float64Array) => due.reduce((a, b) => Math.min(a, b), Infinity);
+
+function episodes(slowest: number[], latencies: Float64Array, due: Float64Array): Episodes {
+  const first = earliest(due);
+  const byDue = [...slowest].sort((a, b) => due[a]! - due[b]!);
+  const groups: number[][] = [];
+  for (const i of byDue) {
+    const group = groups[groups.length - 1];
+    if (group && due[i]! - due[group[group.length - 1]!]! <= EPISODE_GAP_MS) group.push(i);
+    else groups.push([i]);
+  }
+  const largest = groups.reduce((a, b) => (b.length > a.length ? b : a));
+  const round = (x: number) => Math.round(x * 10) / 10;
+  return {
+    count: groups.length,
+    largest: {
+      atMs: round(due[largest[0]!]! - first),
+      spanMs: round(due[largest[largest.length - 1]!]! - due[largest[0]!]!),
+      answers: largest.length,
+      maxMs: round(Math.max(...largest.map((i) => latencies[i]!))),
+    },
+  };
+}
+
+export const describeEpisodes = (e: Episodes) =>
+  `${e.count} episode(s), answers due within ${EPISODE_GAP_MS} ms of one another; the largest ${e.largest.answers} answer(s) over ${e.largest.spanMs} ms from ${(e.largest.atMs / 1000).toFixed(2)} s, up to ${e.largest.maxMs} ms`;
+
+/** answersCsv's column names. */
+export const ANSWERS_CSV_HEADER = ['phase', 'at_ms', 'epoch_ms', 'latency_ms', 'driver_ms', 'queued_ms', 'evaluate_ms', 'commit_ms', ...CHECKPOINT_KINDS.map((k) => `${k}_ms`)].join(',');
+
+/**
+ * One line per answer (BENCH_ANSWERS): when it was due (from the phase's first request, and as
+ * epoch milliseconds to line it up with the server's own logs), its latency and its parts; a part
+ * the server sent no header for is left empty.
+ */
+export function answersCsv(phase: string, latencies: Float64Array, parts: AnswerParts): string {
+  const n = latencies.length;
+  const first = earliest(parts.due.subarray(0, n));
+  const ms = (x: number) => (Number.isNaN(x) ? '' : x.toFixed(3));
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const cells = [parts.due[i]! - first, performance.timeOrigin + parts.due[i]!, latencies[i]!, parts.late[i]!, parts.queued[i]!, parts.evaluate[i]!, parts.commit[i]!, ...CHECKPOINT_KINDS.map((k) => parts.during[k][i]!)];
+    lines.push([`"${phase.replaceAll('"', '""')}"`, ...cells.map(ms)].join(','));
+  }
+  return lines.map((line) => `${line}\n`).join('');
 }
 
 export const describeSplit = (s: SplitMs) =>

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { KEEPS_SCHEDSTAT } from '../../bench/proc.js';
@@ -22,8 +24,11 @@ function runBench(env: Record<string, string> = {}): ReturnType<typeof runScript
 }
 
 test('the benchmark prints every phase, the floors under the 50% row, and the JSON of issue 7 last', async (t) => {
-  // Every phase, with the load curve at a point of its own and at (d)'s.
-  const { code, stdout, stderr } = await runBench({ BENCH_PHASES: 'baseline,evaluate,ingest,half,floor,disk,curve', BENCH_CURVE: '25,50' });
+  // Every phase, with the load curve at a point of its own and at (d)'s, and every paced answer to a CSV.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-bench-answers-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const answersFile = path.join(dir, 'answers.csv');
+  const { code, stdout, stderr } = await runBench({ BENCH_PHASES: 'baseline,evaluate,ingest,half,floor,disk,curve', BENCH_CURVE: '25,50', BENCH_ANSWERS: answersFile });
   t.is(code, 0, stderr);
 
   const run = readRun(stdout);
@@ -94,7 +99,8 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
 
   // (d)'s answers split by where their time went, from TPS's Server-Timing (bench/split.ts).
   type Split = { answers: number; latency: number; driver: number; queued: number; http: number; evaluation: number; commit: number; duringCommit?: Record<'bulk' | 'filesync' | 'catchup', number> };
-  const split = (summary as unknown as { evaluateHalfLoadSplitMs: { all: Split; slowest: Split } }).evaluateHalfLoadSplitMs;
+  type Episodes = { count: number; largest: { atMs: number; spanMs: number; answers: number; maxMs: number } };
+  const split = (summary as unknown as { evaluateHalfLoadSplitMs: { all: Split; slowest: Split; episodes: Episodes } }).evaluateHalfLoadSplitMs;
   t.is(split.all.answers, Number(half!['2xx']));
   t.true(split.slowest.answers >= 1 && split.slowest.answers <= Math.ceil(split.all.answers / 50), JSON.stringify(split));
   for (const s of [split.all, split.slowest]) {
@@ -112,6 +118,25 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.deepEqual(splitLines.map((l) => l.split(',')[0]), ['evaluate (50% of max', 'evaluate (25% of max'], stdout);
   t.true(stdout.includes(`  slowest 1% (${split.slowest.answers}): ${split.slowest.latency} ms = driver ${split.slowest.driver} (queued for a connection ${split.slowest.queued}) + HTTP ${split.slowest.http}`), stdout);
   t.true(stdout.includes(`(during the commit's wait: bulk checkpoint ${split.slowest.duringCommit!.bulk}, file sync ${split.slowest.duringCommit!.filesync}, catch-up ${split.slowest.duringCommit!.catchup})`), stdout);
+  // The slowest 1% by when they were due (test/bench/paced.test.ts tests the grouping).
+  const { episodes } = split;
+  t.true(episodes.count >= 1 && episodes.count <= split.slowest.answers && episodes.largest.answers >= 1 && episodes.largest.answers <= split.slowest.answers, JSON.stringify(episodes));
+  // Each of its answers is at or above the p99 (rounded to 0.1 ms and 0.01 ms).
+  t.true(episodes.largest.maxMs >= summary.evaluateHalfLoadP99Ms! - 0.06, JSON.stringify(episodes));
+  t.true(stdout.includes(`  slowest 1% by when they were due: ${episodes.count} episode(s), answers due within 50 ms of one another; the largest ${episodes.largest.answers} answer(s)`), stdout);
+
+  // BENCH_ANSWERS: a line for each answer of each paced phase, TPS's and the bare route's alike.
+  const [head, ...answerLines] = fs.readFileSync(answersFile, 'utf8').trimEnd().split('\n');
+  t.is(head, 'phase,at_ms,epoch_ms,latency_ms,driver_ms,queued_ms,evaluate_ms,commit_ms,bulk_ms,filesync_ms,catchup_ms');
+  const perPhase = new Map<string, number>();
+  for (const line of answerLines) {
+    const phase = /^"([^"]*)",/.exec(line)![1]!;
+    perPhase.set(phase, (perPhase.get(phase) ?? 0) + 1);
+  }
+  t.deepEqual(
+    [...perPhase.entries()],
+    ['evaluate (50% of max, paced)', 'evaluate (25% of max, paced)', 'bare Koa, paced at the same rate', 'bare Koa, paced as the 25% row'].map((phase) => [phase, Number(row(phase)!['2xx'])]),
+  );
 
   const counted = /events stored \(SQL count afterwards\): (\d+); 2xx answers, each of which promised one: (\d+)/.exec(stdout);
   t.truthy(counted, stdout);

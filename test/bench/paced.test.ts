@@ -2,7 +2,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import test from 'ava';
 import { paced } from '../../bench/paced.js';
-import { phaseSplit } from '../../bench/split.js';
+import { ANSWERS_CSV_HEADER, answersCsv, phaseSplit } from '../../bench/split.js';
 
 // The paced driver against a real HTTP server: what it counts as queueing behind the server (every
 // connection waiting for an answer) against its own lateness, so that a phase's split does not
@@ -46,4 +46,75 @@ test('with a connection free for every request, nothing is queued', async (t) =>
   const split = phaseSplit(result.latencies, result.parts)!;
   t.true(split.all.queued < 0.05, JSON.stringify(split.all));
   t.true(split.all.driver >= split.all.queued, JSON.stringify(split.all));
+});
+
+/** A server whose answer to the i-th request (from 0) waits delayMs(i, ms since the first request) ms. */
+async function unevenServer(delayMs: (i: number, sinceFirstMs: number) => number): Promise<{ port: number; close(): Promise<void> }> {
+  let i = 0;
+  let first: number | undefined;
+  const s = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      first ??= performance.now();
+      setTimeout(() => {
+        res.setHeader('server-timing', 'evaluate;dur=0.1, commit;dur=0.1, total;dur=0.2');
+        res.end('{}');
+      }, delayMs(i++, performance.now() - first));
+    });
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  return { port: (s.address() as net.AddressInfo).port, close: () => new Promise((resolve) => s.close(() => resolve())) };
+}
+
+const connections = (n: number) => Array.from({ length: n }, () => [request]);
+
+test('a stall that holds every answer behind it is one episode of the slowest 1%', async (t) => {
+  // Requests arriving 300–400 ms in are all answered at 400 ms: ~50 late answers, due one after another.
+  const stalling = await unevenServer((_, since) => (since >= 300 && since < 400 ? 400 - since : 0));
+  t.teardown(() => stalling.close());
+  const result = await paced(stalling.port, connections(64), 500, 1);
+  t.is(result.ok, 500);
+  const split = phaseSplit(result.latencies, result.parts)!;
+  t.is(split.episodes.count, 1, JSON.stringify(split.episodes));
+  t.is(split.episodes.largest.answers, split.slowest.answers);
+  t.true(split.episodes.largest.atMs >= 250 && split.episodes.largest.atMs < 400, JSON.stringify(split.episodes));
+  t.true(split.episodes.largest.maxMs >= 50, JSON.stringify(split.episodes));
+});
+
+test('answers late each on their own are as many episodes as answers', async (t) => {
+  // Every 50th request (one each 100 ms at 500/s) waits 150 ms, longer than a busy test machine's
+  // hiccups; the rest are answered at once.
+  const spread = await unevenServer((i) => (i % 50 === 25 ? 150 : 0));
+  t.teardown(() => spread.close());
+  const result = await paced(spread.port, connections(8), 500, 1);
+  t.is(result.ok, 500);
+  const split = phaseSplit(result.latencies, result.parts)!;
+  t.true(split.slowest.answers >= 5, JSON.stringify(split.slowest));
+  t.is(split.episodes.count, split.slowest.answers, JSON.stringify(split.episodes));
+  t.is(split.episodes.largest.answers, 1);
+});
+
+test('BENCH_ANSWERS: one CSV line per answer, with when it was due and its parts', async (t) => {
+  const fast = await server(0);
+  t.teardown(() => fast.close());
+  const result = await paced(fast.port, connections(4), 200, 0.5);
+  t.is(result.ok, 100);
+  const lines = answersCsv('evaluate (50% of max, paced)', result.latencies, result.parts).trimEnd().split('\n');
+  t.is(lines.length, 100);
+  const columns = ANSWERS_CSV_HEADER.split(',');
+  // The phase is quoted (its name has a comma); the figures follow it.
+  const rows = lines.map((line) => {
+    const [, phase, figures] = /^"((?:[^"]|"")*)",(.*)$/.exec(line)!;
+    return Object.fromEntries([phase, ...figures!.split(',')].map((cell, i) => [columns[i]!, cell]));
+  });
+  t.true(rows.every((r) => r.phase === 'evaluate (50% of max, paced)'));
+  const at = rows.map((r) => Number(r.at_ms)).sort((a, b) => a - b);
+  t.is(at[0], 0);
+  // Due every 5 ms over half a second.
+  t.true(at[99]! > 480 && at[99]! < 500, String(at[99]));
+  t.true(rows.every((r, i) => Math.abs(Number(r.latency_ms) - result.latencies[i]!) < 0.001 && r.evaluate_ms === '0.100' && r.commit_ms === '0.100'));
+  const epoch = rows.map((r) => Number(r.epoch_ms));
+  t.true(epoch.every((e) => Math.abs(e - Date.now()) < 60_000), String(epoch[0]));
+  // The server sent no checkpoint parts: those cells are empty, not zero.
+  t.true(rows.every((r) => r.bulk_ms === ''));
 });
