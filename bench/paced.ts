@@ -53,11 +53,12 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
   // A lost answer must not hang the run: give up 30 s after the last request was due.
   const guard = setTimeout(() => finish(), (seconds + 30) * 1000);
 
-  const send = (c: Conn, due: number, noticed: number) => {
+  /** `noticed`: when a request that waited for a connection was taken up; one sent at once waited for none. */
+  const send = (c: Conn, due: number, noticed?: number) => {
     c.busy = true;
     c.due = due;
-    c.noticed = noticed;
     c.sentAt = now();
+    c.noticed = noticed ?? c.sentAt;
     c.socket.write(c.requests[c.next]!);
     c.next = (c.next + 1) % c.requests.length;
   };
@@ -108,7 +109,7 @@ export async function paced(port: number, requests: Buffer[][], rate: number, se
       const due = start + issued * interval;
       issued++;
       const c = idle.pop();
-      if (c) send(c, due, t);
+      if (c) send(c, due);
       else waiting.push({ due, noticed: t });
     }
     if (issued < total) setTimeout(tick, Math.max(0, Math.min(1, start + issued * interval - now())));

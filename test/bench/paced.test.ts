@@ -8,46 +8,6 @@ import { ANSWERS_CSV_HEADER, answersCsv, phaseSplit } from '../../bench/split.js
 // connection waiting for an answer) against its own lateness, so that a phase's split does not
 // blame the driver for the server's backlog.
 
-async function server(delayMs: number): Promise<{ port: number; close(): Promise<void> }> {
-  const s = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () =>
-      setTimeout(() => {
-        res.setHeader('server-timing', 'evaluate;dur=0.1, commit;dur=0.1, total;dur=0.2');
-        res.end('{}');
-      }, delayMs),
-    );
-  });
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  return { port: (s.address() as net.AddressInfo).port, close: () => new Promise((resolve) => s.close(() => resolve())) };
-}
-
-const request = Buffer.from('POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
-
-test('a request that waits for a free connection is counted as queued, apart from the driver being late', async (t) => {
-  // One connection, answers taking 40 ms, a request due every 10 ms: three of four wait for the connection.
-  const slow = await server(40);
-  t.teardown(() => slow.close());
-  const result = await paced(slow.port, [[request]], 100, 1);
-  t.is(result.ok, 100);
-  const split = phaseSplit(result.latencies, result.parts)!;
-  // The backlog grows by 30 ms per request: the queue is most of each answer's latency.
-  t.true(split.all.queued > 100, JSON.stringify(split.all));
-  t.true(split.all.queued <= split.all.driver + 0.01, JSON.stringify(split.all));
-  // What is not queueing is the driver's timer: small, against a backlog of seconds.
-  t.true(split.all.driver - split.all.queued < 5, JSON.stringify(split.all));
-});
-
-test('with a connection free for every request, nothing is queued', async (t) => {
-  const fast = await server(0);
-  t.teardown(() => fast.close());
-  const result = await paced(fast.port, [[request], [request], [request], [request]], 100, 1);
-  t.is(result.ok, 100);
-  const split = phaseSplit(result.latencies, result.parts)!;
-  t.true(split.all.queued < 0.05, JSON.stringify(split.all));
-  t.true(split.all.driver >= split.all.queued, JSON.stringify(split.all));
-});
-
 /** A server whose answer to the i-th request (from 0) waits delayMs(i, ms since the first request) ms. */
 async function unevenServer(delayMs: (i: number, sinceFirstMs: number) => number): Promise<{ port: number; close(): Promise<void> }> {
   let i = 0;
@@ -66,11 +26,42 @@ async function unevenServer(delayMs: (i: number, sinceFirstMs: number) => number
   return { port: (s.address() as net.AddressInfo).port, close: () => new Promise((resolve) => s.close(() => resolve())) };
 }
 
+const server = (delayMs: number) => unevenServer(() => delayMs);
+
+const request = Buffer.from('POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+/** n keep-alive connections, each sending `request`. */
 const connections = (n: number) => Array.from({ length: n }, () => [request]);
 
+test('a request that waits for a free connection is counted as queued, apart from the driver being late', async (t) => {
+  // One connection, answers taking 40 ms, a request due every 10 ms: three of four wait for the connection.
+  const slow = await server(40);
+  t.teardown(() => slow.close());
+  const result = await paced(slow.port, connections(1), 100, 1);
+  t.is(result.ok, 100);
+  const split = phaseSplit(result.latencies, result.parts)!;
+  // The backlog grows by 30 ms per request: the queue is most of each answer's latency.
+  t.true(split.all.queued > 100, JSON.stringify(split.all));
+  t.true(split.all.queued <= split.all.driver + 0.01, JSON.stringify(split.all));
+  // What is not queueing is the driver's timer: small, against a backlog of seconds.
+  t.true(split.all.driver - split.all.queued < 5, JSON.stringify(split.all));
+});
+
+test('with a connection free for every request, nothing is queued', async (t) => {
+  const fast = await server(0);
+  t.teardown(() => fast.close());
+  // 32 connections for 100 requests a second: one is free for every request even when a loaded test
+  // machine (the benchmark's own test runs beside this one) takes 300 ms to answer.
+  const result = await paced(fast.port, connections(32), 100, 1);
+  t.is(result.ok, 100);
+  const split = phaseSplit(result.latencies, result.parts)!;
+  t.true(split.all.queued < 0.05, JSON.stringify(split.all));
+  t.true(split.all.driver >= split.all.queued, JSON.stringify(split.all));
+});
+
 test('a stall that holds every answer behind it is one episode of the slowest 1%', async (t) => {
-  // Requests arriving 300–400 ms in are all answered at 400 ms: ~50 late answers, due one after another.
-  const stalling = await unevenServer((_, since) => (since >= 300 && since < 400 ? 400 - since : 0));
+  // Requests arriving 300–700 ms in are all answered at 700 ms: ~200 late answers, due one after
+  // another, the slowest far later than a loaded test machine's hiccups (up to ~200 ms seen).
+  const stalling = await unevenServer((_, since) => (since >= 300 && since < 700 ? 700 - since : 0));
   t.teardown(() => stalling.close());
   const result = await paced(stalling.port, connections(64), 500, 1);
   t.is(result.ok, 500);
@@ -78,15 +69,15 @@ test('a stall that holds every answer behind it is one episode of the slowest 1%
   t.is(split.episodes.count, 1, JSON.stringify(split.episodes));
   t.is(split.episodes.largest.answers, split.slowest.answers);
   t.true(split.episodes.largest.atMs >= 250 && split.episodes.largest.atMs < 400, JSON.stringify(split.episodes));
-  t.true(split.episodes.largest.maxMs >= 50, JSON.stringify(split.episodes));
+  t.true(split.episodes.largest.maxMs >= 300, JSON.stringify(split.episodes));
 });
 
 test('answers late each on their own are as many episodes as answers', async (t) => {
-  // Every 50th request (one each 100 ms at 500/s) waits 150 ms, longer than a busy test machine's
-  // hiccups; the rest are answered at once.
-  const spread = await unevenServer((i) => (i % 50 === 25 ? 150 : 0));
+  // Every 50th request (one each 100 ms at 500/s) waits 400 ms, longer than a loaded test machine's
+  // hiccups; the rest are answered at once. Up to four are held at a time, on 16 connections.
+  const spread = await unevenServer((i) => (i % 50 === 25 ? 400 : 0));
   t.teardown(() => spread.close());
-  const result = await paced(spread.port, connections(8), 500, 1);
+  const result = await paced(spread.port, connections(16), 500, 1);
   t.is(result.ok, 500);
   const split = phaseSplit(result.latencies, result.parts)!;
   t.true(split.slowest.answers >= 5, JSON.stringify(split.slowest));
@@ -97,6 +88,7 @@ test('answers late each on their own are as many episodes as answers', async (t)
 test('BENCH_ANSWERS: one CSV line per answer, with when it was due and its parts', async (t) => {
   const fast = await server(0);
   t.teardown(() => fast.close());
+  const started = Date.now();
   const result = await paced(fast.port, connections(4), 200, 0.5);
   t.is(result.ok, 100);
   const lines = answersCsv('evaluate (50% of max, paced)', result.latencies, result.parts).trimEnd().split('\n');
@@ -113,8 +105,10 @@ test('BENCH_ANSWERS: one CSV line per answer, with when it was due and its parts
   // Due every 5 ms over half a second.
   t.true(at[99]! > 480 && at[99]! < 500, String(at[99]));
   t.true(rows.every((r, i) => Math.abs(Number(r.latency_ms) - result.latencies[i]!) < 0.001 && r.evaluate_ms === '0.100' && r.commit_ms === '0.100'));
-  const epoch = rows.map((r) => Number(r.epoch_ms));
-  t.true(epoch.every((e) => Math.abs(e - Date.now()) < 60_000), String(epoch[0]));
+  // epoch_ms is at_ms moved by one offset, the phase's first due instant, which fell within the test.
+  const offsets = rows.map((r) => Number(r.epoch_ms) - Number(r.at_ms));
+  t.true(offsets.every((o) => Math.abs(o - offsets[0]!) < 0.01), JSON.stringify(offsets.slice(0, 3)));
+  t.true(offsets[0]! >= started - 1 && offsets[0]! <= Date.now(), `${offsets[0]} against ${started}`);
   // The server sent no checkpoint parts: those cells are empty, not zero.
   t.true(rows.every((r) => r.bulk_ms === ''));
 });
