@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
-import { ANSWERS_CSV_HEADER, answersCsv, describeEpisodes, describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
+import { ANSWERS_CSV_HEADER, answersCsv, describeEpisodes, describeOverTarget, describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
 import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures, type Scrape } from './serverMetrics.js';
@@ -523,6 +523,7 @@ function printTable(rss: number, stored: { total: number; byDecision: Record<str
     out.push(`  all ${r.split!.all.answers} answers: ${describeSplit(r.split!.all)}`);
     out.push(`  slowest 1% (${r.split!.slowest.answers}): ${describeSplit(r.split!.slowest)}`);
     out.push(`  slowest 1% by when they were due: ${describeEpisodes(r.split!.episodes)}`);
+    out.push(`  over the target: ${describeOverTarget(r.split!.overTarget)}`);
   }
   out.push(`server RSS after the run: ${rss} MB`);
   for (const s of samples) out.push(`  RSS after ${s.evaluations} long-run evaluations: ${s.rssMb} MB`);

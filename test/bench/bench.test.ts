@@ -100,7 +100,8 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   // (d)'s answers split by where their time went, from TPS's Server-Timing (bench/split.ts).
   type Split = { answers: number; latency: number; driver: number; queued: number; http: number; evaluation: number; commit: number; duringCommit?: Record<'bulk' | 'filesync' | 'catchup', number> };
   type Episodes = { count: number; largest: { atMs: number; spanMs: number; answers: number; maxMs: number } };
-  const split = (summary as unknown as { evaluateHalfLoadSplitMs: { all: Split; slowest: Split; episodes: Episodes } }).evaluateHalfLoadSplitMs;
+  type OverTarget = { ms: number; answers: number; percent: number; besideBulk?: { over: number; all: number } };
+  const split = (summary as unknown as { evaluateHalfLoadSplitMs: { all: Split; slowest: Split; episodes: Episodes; overTarget: OverTarget } }).evaluateHalfLoadSplitMs;
   t.is(split.all.answers, Number(half!['2xx']));
   t.true(split.slowest.answers >= 1 && split.slowest.answers <= Math.ceil(split.all.answers / 50), JSON.stringify(split));
   for (const s of [split.all, split.slowest]) {
@@ -124,6 +125,16 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   // Each of its answers is at or above the p99 (rounded to 0.1 ms and 0.01 ms).
   t.true(episodes.largest.maxMs >= summary.evaluateHalfLoadP99Ms! - 0.06, JSON.stringify(episodes));
   t.true(stdout.includes(`  slowest 1% by when they were due: ${episodes.count} episode(s), answers due within 50 ms of one another; the largest ${episodes.largest.answers} answer(s)`), stdout);
+
+  // The answers over the 5 ms target (test/bench/paced.test.ts tests the count and the bulk share):
+  // all of the slowest 1% when the p99 is over it, fewer when it is within.
+  const { overTarget } = split;
+  t.true(overTarget.ms === 5 && overTarget.answers >= 0 && overTarget.answers <= split.all.answers, JSON.stringify(overTarget));
+  t.is(overTarget.percent, Math.round((1000 * overTarget.answers) / split.all.answers) / 10);
+  const p99 = summary.evaluateHalfLoadP99Ms!;
+  if (Math.abs(p99 - 5) > 0.01) t.is(overTarget.answers >= split.slowest.answers, p99 > 5, JSON.stringify({ p99, overTarget }));
+  t.true(overTarget.besideBulk!.over >= 0 && overTarget.besideBulk!.over <= 100 && overTarget.besideBulk!.all >= 0 && overTarget.besideBulk!.all <= 100, JSON.stringify(overTarget));
+  t.true(stdout.includes(`  over the target: ${overTarget.answers} answer(s) over 5 ms, ${overTarget.percent}% of all (a p99 within 5 ms allows 1%)`), stdout);
 
   // BENCH_ANSWERS: a line for each answer of each paced phase, TPS's and the bare route's alike.
   const [head, ...answerLines] = fs.readFileSync(answersFile, 'utf8').trimEnd().split('\n');
