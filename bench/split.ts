@@ -83,7 +83,8 @@ export interface OverTarget {
   percent: number;
   /**
    * With SQLite: the percent of these answers, and of all answers, whose commit waited while a
-   * bulk checkpoint ran. Far more of the first than of the second says the bulks are in the tail.
+   * bulk checkpoint ran. Far more of the first than of the second says the bulks are in the tail,
+   * not that they made it: a busy machine stretches a bulk over more commits (thirty-third round).
    */
   besideBulk?: { over: number; all: number };
 }
