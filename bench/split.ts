@@ -126,6 +126,9 @@ export function recordParts(parts: AnswerParts, i: number, due: number, late: nu
   for (const kind of CHECKPOINT_KINDS) parts.during[kind][i] = found[kind] ?? NaN;
 }
 
+/** Whether each of these answers' headers said how long of its commit the checkpointer ran (SQLite's do). */
+const checkpointerTimed = (indexes: number[], parts: AnswerParts) => indexes.every((i) => !Number.isNaN(parts.during.bulk[i]!));
+
 function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): SplitMs {
   const sum = (f: (i: number) => number) => indexes.reduce((s, i) => s + f(i), 0) / indexes.length;
   const round = (x: number) => Math.round(x * 100) / 100;
@@ -137,7 +140,7 @@ function mean(indexes: number[], latencies: Float64Array, parts: AnswerParts): S
     http: round(sum((i) => latencies[i]! - parts.late[i]! - parts.total[i]!)),
     evaluation: round(sum((i) => parts.evaluate[i]!)),
     commit: round(sum((i) => parts.commit[i]!)),
-    ...(indexes.every((i) => !Number.isNaN(parts.during.bulk[i]!)) && { duringCommit: perKind((kind) => round(sum((i) => parts.during[kind][i]!))) }),
+    ...(checkpointerTimed(indexes, parts) && { duringCommit: perKind((kind) => round(sum((i) => parts.during[kind][i]!))) }),
   };
 }
 
@@ -164,7 +167,7 @@ function overTarget(all: number[], latencies: Float64Array, parts: AnswerParts):
     ms: TARGET_MS,
     answers: over.length,
     percent: percent(over.length, all.length),
-    ...(all.every((i) => !Number.isNaN(parts.during.bulk[i]!)) && { besideBulk: { over: besideBulk(over), all: besideBulk(all) } }),
+    ...(checkpointerTimed(all, parts) && { besideBulk: { over: besideBulk(over), all: besideBulk(all) } }),
   };
 }
 
