@@ -95,12 +95,15 @@ function sum(ids: readonly (number | string)[], read: (id: number | string) => n
 
 /** CPU seconds (user + system) used so far by the process plus its descendants. */
 export function cpuSeconds(pid: number | 'self'): number {
+  return sum(pid === 'self' ? [process.pid] : tree(pid), (p) => statCpuSeconds(`/proc/${p}/stat`));
+}
+
+/** User plus system time from a process's or a thread's stat file, in seconds. */
+function statCpuSeconds(file: string): number {
   const ticks = 100; // USER_HZ, 100 on Linux
-  return sum(pid === 'self' ? [process.pid] : tree(pid), (p) => {
-    const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / ticks;
-  });
+  const stat = fs.readFileSync(file, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / ticks;
 }
 
 /**
@@ -127,6 +130,35 @@ export const KEEPS_SCHEDSTAT = fs.existsSync('/proc/self/schedstat');
 export function coreWaitSeconds(pid: number): number | undefined {
   if (!KEEPS_SCHEDSTAT) return undefined;
   return sum(tree(pid), (p) => sum(fs.readdirSync(`/proc/${p}/task`), (t) => Number(fs.readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ')[1]) / 1e9));
+}
+
+/** One thread's counters so far: its name (comm), CPU seconds, and from schedstat, where kept, seconds waiting for a core and times scheduled. */
+export interface ThreadCounters {
+  name: string;
+  cpuSeconds: number;
+  waitSeconds?: number;
+  scheduled?: number;
+}
+
+/** Every thread of the process itself (not its descendants), by thread id; one that ended while we looked is left out. */
+export function threadCounters(pid: number): Map<number, ThreadCounters> {
+  const out = new Map<number, ThreadCounters>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const dir = `/proc/${pid}/task/${tid}`;
+      const name = fs.readFileSync(`${dir}/comm`, 'utf8').trim();
+      if (KEEPS_SCHEDSTAT) {
+        // Run time and wait in ns, then times scheduled: finer than stat's 10 ms ticks.
+        const [run, wait, scheduled] = fs.readFileSync(`${dir}/schedstat`, 'utf8').split(' ').map(Number);
+        out.set(Number(tid), { name, cpuSeconds: run! / 1e9, waitSeconds: wait! / 1e9, scheduled });
+      } else {
+        out.set(Number(tid), { name, cpuSeconds: statCpuSeconds(`${dir}/stat`) });
+      }
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
 }
 
 /** Bytes the process plus its descendants have caused to be written to storage (/proc/PID/io write_bytes). */

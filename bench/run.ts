@@ -6,9 +6,10 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Request } from 'autocannon';
 import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, rawRequests } from './mix.js';
 import { paced } from './paced.js';
+import { describeThreads, threadSplit, type ThreadSplit } from './threads.js';
 import { ANSWERS_CSV_HEADER, answersCsv, describeEpisodes, describeOverTarget, describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
-import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, waitReady, writtenBytes, type Child } from './proc.js';
+import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, threadCounters, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures, type Scrape } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 import { deleteKeysUnder } from '../src/state/redis.js';
@@ -113,9 +114,13 @@ interface Row {
   figures?: PhaseFigures;
   /** A paced phase's answers split by where their time went (split.ts); none without Server-Timing. */
   split?: PhaseSplit;
+  /** The server's CPU per answer by thread (threads.ts); none for a cluster or the disk row. */
+  threads?: ThreadSplit;
 }
 
 const rows: Row[] = [];
+/** TPS processes started with several workers. */
+const clusters = new Set<number>();
 let answered = 0; // 2xx answers from TPS, each of which promised one stored event
 
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -138,7 +143,10 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   const w0 = writtenBytes(serverPid);
   const x0 = contextSwitches(serverPid);
   const q0 = coreWaitSeconds(serverPid);
+  // A cluster's primary is not where the answers are made: no split by thread.
+  const t0 = clusters.has(serverPid) ? undefined : threadCounters(serverPid);
   const result = await run();
+  const t1 = t0 && threadCounters(serverPid);
   const switches = contextSwitches(serverPid) - x0;
   const q1 = coreWaitSeconds(serverPid);
   const written = writtenBytes(serverPid) - w0;
@@ -154,11 +162,12 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
     // PostgreSQL's writes are its own processes', not the server's.
     writtenKb: result.ok && !cfg.databaseUrl ? round(written / 1024 / result.ok, 1) : NaN,
     figures: wholeService(k1) ? phaseFigures(k0, k1, result.seconds) : undefined,
+    threads: t0 && t1 ? threadSplit(serverPid, t0, t1, result.ok) ?? undefined : undefined,
   };
 }
 
-function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; coreWaitUs: number; otherCores: number; writtenKb: number; figures?: PhaseFigures }, record = true): Row {
-  const { cpuUs, switches, coreWaitUs, otherCores, writtenKb, figures } = meter;
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; coreWaitUs: number; otherCores: number; writtenKb: number; figures?: PhaseFigures; threads?: ThreadSplit }, record = true): Row {
+  const { cpuUs, switches, coreWaitUs, otherCores, writtenKb, figures, threads } = meter;
   // A sorted copy: the paced phases' parts (split.ts) are matched to the latencies by index.
   const sorted = m.latencies.slice().sort();
   const pct = (p: number) => (sorted.length ? round(sorted[nearestRank(sorted.length, p)]!) : NaN);
@@ -179,6 +188,7 @@ function summarize(phase: string, rate: string, m: { ok: number; failed: number;
     otherCores,
     writtenKb,
     figures,
+    threads,
   };
   if (record) rows.push(row);
   log(`  ${phase}: ${row.rps} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms${Number.isNaN(cpuUs) ? '' : `, ${cpuUs} µs server CPU per answer`}${row.failed ? `, ${row.failed} failed` : ''}${otherCores > 0.1 ? `, other processes busy ${otherCores} cores` : ''}`);
@@ -358,6 +368,7 @@ async function main(): Promise<void> {
     // Under a prefix of the run's own, dropped afterwards: the Redis may be a deployment's.
     ...(cfg.redisUrl ? { REDIS_URL: cfg.redisUrl, TPS_REDIS_PREFIX: redisPrefix } : {}),
   }, cfg.nice);
+  if (cfg.workers > 1) clusters.add(server.pid);
   let evaluate: Row | undefined;
   let ingest: Row | undefined;
   let half: Row | undefined;
@@ -463,6 +474,8 @@ async function main(): Promise<void> {
     evaluateHalfLoadP50Ms: half?.p50 ?? null,
     evaluateHalfLoadP99Ms: half?.p99 ?? null,
     evaluateHalfLoadSplitMs: half?.split ?? null,
+    evaluateThreadsUs: evaluate?.threads ?? null,
+    evaluateHalfLoadThreadsUs: half?.threads ?? null,
     baselineHalfLoadP99Ms: floor?.p99 ?? null,
     diskFloorP99Ms: disk?.p99 ?? null,
     rssMb: rss,
@@ -525,6 +538,9 @@ function printTable(rss: number, stored: { total: number; byDecision: Record<str
     out.push(`  slowest 1% by when they were due: ${describeEpisodes(r.split!.episodes)}`);
     out.push(`  over the target: ${describeOverTarget(r.split!.overTarget)}`);
   }
+  const split = rows.filter((row) => row.threads);
+  if (split.length) out.push('where the server\'s CPU went, by thread (µs of CPU an answer; waited: µs an answer runnable but waiting for a core; scheduled: times an answer):');
+  for (const r of split) out.push(`  ${r.phase}: ${describeThreads(r.threads!)}`);
   out.push(`server RSS after the run: ${rss} MB`);
   for (const s of samples) out.push(`  RSS after ${s.evaluations} long-run evaluations: ${s.rssMb} MB`);
   process.stdout.write(`${out.join('\n')}\n`);

@@ -55,6 +55,9 @@ export class ThreadFailure extends Error {
   }
 }
 
+/** The evaluation thread's name on Linux, where every thread of a process is otherwise "node": for `top -H`, `ps -T` and the benchmark's split by thread. */
+export const THREAD_NAME = 'tps-eval';
+
 // Left to V8, the thread's heap sized its young generation like the main thread's (heap ~55 MB)
 // and the process ended a run at ~187 MB of RSS; with 8 MB, ~160 MB (heap ~45 MB), for more (and
 // shorter) scavenges in the evaluation thread only.

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ApiError } from '../api/errors.js';
@@ -12,11 +13,16 @@ import { evaluateBody } from './body.js';
 import { Evaluator } from './evaluator.js';
 import { Outbox } from './outbox.js';
 import { answerOf } from './runner.js';
-import type { FromThread, GcSeconds, Reply, ThreadError, ThreadOptions, ToThread } from './thread.js';
+import { THREAD_NAME, type FromThread, type GcSeconds, type Reply, type ThreadError, type ThreadOptions, type ToThread } from './thread.js';
 
 // The evaluation thread (thread.ts): its own catalog, compiled from the source the main thread
 // loaded, its own state, and the advisor reached through the main thread.
 const port = parentPort!;
+try {
+  fs.writeFileSync('/proc/thread-self/comm', THREAD_NAME);
+} catch {
+  // Not Linux: the thread keeps its name.
+}
 const options = workerData as ThreadOptions;
 const reply = (m: FromThread) => port.postMessage(m);
 

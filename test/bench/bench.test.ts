@@ -4,6 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import { KEEPS_SCHEDSTAT } from '../../bench/proc.js';
 import { readRun } from '../../bench/table.js';
+import type { ThreadSplit } from '../../bench/threads.js';
 import { runScript } from '../helpers/script.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
@@ -54,6 +55,19 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
     if (KEEPS_SCHEDSTAT) t.true(Number(cells!['core wait µs/req']) > 0, `${phase}: core wait µs/req ${cells!['core wait µs/req']}`);
     else t.is(cells!['core wait µs/req'], '-');
   }
+  // The server's CPU by thread (threads.ts): the evaluation thread, found by its name, did work, and
+  // the threads together account for the CPU the table shows for the process.
+  const byThread = (summary as unknown as { evaluateThreadsUs: ThreadSplit }).evaluateThreadsUs;
+  t.true(byThread.http!.cpuUs > 0 && byThread.evaluation!.cpuUs > 0, JSON.stringify(byThread));
+  const threadsUs = byThread.http!.cpuUs + byThread.evaluation!.cpuUs + (byThread.rest?.cpuUs ?? 0);
+  const processUs = Number(row('evaluate (mix, max rate)')!['server CPU µs/req']);
+  t.true(Math.abs(threadsUs - processUs) <= 0.25 * processUs, `threads ${threadsUs} µs an answer against the process's ${processUs}`);
+  t.is(byThread.http!.waitUs === null, !KEEPS_SCHEDSTAT);
+  t.not((summary as unknown as { evaluateHalfLoadThreadsUs: ThreadSplit | null }).evaluateHalfLoadThreadsUs, null);
+  t.regex(stdout, /^ {2}evaluate \(mix, max rate\): HTTP [\d.]+.*; evaluation [\d.]+/m);
+  // The bare route has one thread that answers, and no evaluation thread.
+  t.regex(stdout, /^ {2}baseline \(bare Koa\): HTTP [\d.]+[^;\n]*; the rest/m);
+
   const half = row('evaluate (50% of max, paced)');
   const floor = row('bare Koa, paced at the same rate');
   t.truthy(half);

@@ -2,7 +2,8 @@ import test from 'ava';
 import { parseMetrics } from '../../bench/serverMetrics.js';
 import type { EvaluateResponse } from '../../src/api/types.js';
 import type { Advisor } from '../../src/ai/advisor.js';
-import { EvaluationThread, restartDelayMs } from '../../src/evaluate/thread.js';
+import fs from 'node:fs';
+import { EvaluationThread, restartDelayMs, THREAD_NAME } from '../../src/evaluate/thread.js';
 import { tempConfig } from '../helpers/config.js';
 import { capturedLogs, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
@@ -93,6 +94,20 @@ test('concurrent evaluations in the thread each get their own answer and event',
       const event = await tps.tps.events.get(tps.environment, res.body.telemetryId);
       t.is(event?.actorId, `concurrent-${i}`, 'the event stored under this answer is this request\'s');
     }
+  } finally {
+    await tps.close();
+  }
+});
+
+// Linux names every thread "node"; the benchmark's split by thread (bench/threads.ts) finds the
+// evaluation thread by the name it gives itself.
+const threadNames = () => fs.readdirSync('/proc/self/task').map((tid) => fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim());
+
+test('the evaluation thread names itself, so that top -H and the benchmark tell it apart', async (t) => {
+  const tps = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });
+  try {
+    t.is((await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey)).status, 200);
+    t.true(threadNames().includes(THREAD_NAME), threadNames().join(' '));
   } finally {
     await tps.close();
   }
