@@ -24,7 +24,7 @@ export type ThreadSplit = Record<ThreadGroup, ThreadShare | null>;
 
 const LABELS: Record<ThreadGroup, string> = { http: 'HTTP', evaluation: 'evaluation', rest: "the rest (libuv's pool, V8's helpers)" };
 
-export const groupOf = (pid: number, tid: number, name: string): ThreadGroup => (tid === pid ? 'http' : name === THREAD_NAME ? 'evaluation' : 'rest');
+const groupOf = (pid: number, tid: number, name: string): ThreadGroup => (tid === pid ? 'http' : name === THREAD_NAME ? 'evaluation' : 'rest');
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
 

@@ -21,7 +21,7 @@ const port = parentPort!;
 try {
   fs.writeFileSync('/proc/thread-self/comm', THREAD_NAME);
 } catch {
-  // Not Linux: the thread keeps its name.
+  // No writable /proc (not Linux): the thread keeps its name.
 }
 const options = workerData as ThreadOptions;
 const reply = (m: FromThread) => port.postMessage(m);

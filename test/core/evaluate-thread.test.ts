@@ -1,8 +1,8 @@
+import fs from 'node:fs';
 import test from 'ava';
 import { parseMetrics } from '../../bench/serverMetrics.js';
 import type { EvaluateResponse } from '../../src/api/types.js';
 import type { Advisor } from '../../src/ai/advisor.js';
-import fs from 'node:fs';
 import { EvaluationThread, restartDelayMs, THREAD_NAME } from '../../src/evaluate/thread.js';
 import { tempConfig } from '../helpers/config.js';
 import { capturedLogs, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
