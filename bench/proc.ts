@@ -129,7 +129,7 @@ export const KEEPS_SCHEDSTAT = fs.existsSync('/proc/self/schedstat');
  */
 export function coreWaitSeconds(pid: number): number | undefined {
   if (!KEEPS_SCHEDSTAT) return undefined;
-  return sum(tree(pid), (p) => sum(fs.readdirSync(`/proc/${p}/task`), (t) => Number(fs.readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ')[1]) / 1e9));
+  return sum(tree(pid), (p) => [...threadCounters(Number(p)).values()].reduce((total, t) => total + t.waitSeconds!, 0));
 }
 
 /** One thread's counters so far: its name (comm), CPU seconds, and from schedstat, where kept, seconds waiting for a core and times scheduled. */
