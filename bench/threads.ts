@@ -9,7 +9,7 @@
 import { THREAD_NAME } from '../src/evaluate/thread.js';
 import type { ThreadCounters } from './proc.js';
 
-export const THREAD_GROUPS = ['http', 'evaluation', 'rest'] as const;
+const THREAD_GROUPS = ['http', 'evaluation', 'rest'] as const;
 export type ThreadGroup = (typeof THREAD_GROUPS)[number];
 
 /** Per 2xx answer: µs of CPU, and from schedstat (null without it) µs waiting for a core and times scheduled. */
