@@ -41,6 +41,7 @@ const describe = (s: Side) => [path.relative(ROOT, s.server) || s.server, ...Obj
 // The paced phase's row: the first run paces at half its own maximum, the others at that rate.
 const FULL = ['evaluate (mix, max rate)'];
 const PACED = ['evaluate (50% of max, paced)', 'evaluate (fixed rate, paced)'];
+const INGEST = ['ingest (max rate)'];
 
 /** A figure from the table: the first of `phases` that ran, its `column`, read by `parse`. */
 const cell =
@@ -58,6 +59,8 @@ const METRICS = [
   { key: 'evaluateCpuUs', label: 'evaluate CPU µs/answer', read: cell(FULL, 'server CPU µs/req'), higherIsBetter: false },
   { key: 'evaluateSwitches', label: 'evaluate switches/answer', read: cell(FULL, 'switches/req'), higherIsBetter: false },
   { key: 'evaluateCoreWaitUs', label: 'evaluate core wait µs/answer', read: cell(FULL, 'core wait µs/req'), higherIsBetter: false },
+  { key: 'ingestRps', label: 'ingest req/s', read: cell(INGEST, 'req/s'), higherIsBetter: true },
+  { key: 'ingestCpuUs', label: 'ingest CPU µs/answer', read: cell(INGEST, 'server CPU µs/req'), higherIsBetter: false },
   { key: 'halfLoadP99Ms', label: '50% p99 ms', read: cell(PACED, 'p99 ms'), higherIsBetter: false },
   { key: 'halfLoadCpuUs', label: '50% CPU µs/answer', read: cell(PACED, 'server CPU µs/req'), higherIsBetter: false },
   { key: 'halfLoadCoreWaitUs', label: '50% core wait µs/answer', read: cell(PACED, 'core wait µs/req'), higherIsBetter: false },

@@ -16,6 +16,12 @@ interface Profile {
   timeDeltas: number[];
 }
 
+// Piped into `head`, the reader may leave before the last line: that ends the summary, not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(0);
+});
+
 const [file, topArg] = process.argv.slice(2);
 if (!file) throw new Error('usage: tsx bench/profile-top.ts FILE.cpuprofile [N]');
 const top = Number(topArg ?? 25);
@@ -36,7 +42,7 @@ const AREAS: [RegExp, string][] = [
   [/~\/(json-rules-engine|clone|hash-it|eventemitter2|jsonpath-plus|lodash)/, 'json-rules-engine (with clone, hash-it, eventemitter2)'],
   [/~\/(knex|tarn|pg|pg-protocol|pg-pool)\//, 'knex / pg driver'],
   [/~\/sqlite3\//, 'sqlite3 driver (binding values, statements)'],
-  [/node:zlib|explanationCodec/, 'zlib (explanation compression)'],
+  [/node:zlib|explanationCodec|~\/zstd-napi\//, 'explanation encoding (JSON, zstd)'],
   [/~\/(koa|koa-compose|@koa|koa-bodyparser|co-body|raw-body|type-is|@hapi|delegates|on-finished|statuses|http-errors|accepts|content-type|negotiator|mime|vary|only|encodeurl|escape-html|cookies|keygrip|depd|iconv-lite|inflation|bytes|unpipe|media-typer|destroy|ee-first)\//, 'koa, router, bodyparser'],
   [/~\/yup\/|src\/validate\//, 'validation (yup, fast path)'],
   [/~\/(prom-client|tdigest|bintrees)\//, 'prom-client'],

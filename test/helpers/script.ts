@@ -3,8 +3,8 @@ import path from 'node:path';
 import { REPO_ROOT } from './tps.js';
 
 /** Runs a TypeScript script of the repository (e.g. `bench/run.ts`) in a child process with tsx, and collects what it printed. */
-export function runScript(file: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, file)], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function runScript(file: string, env: Record<string, string> = {}, args: readonly string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, file), ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let [stdout, stderr] = ['', ''];
   proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
