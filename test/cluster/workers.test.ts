@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -10,6 +9,7 @@ import { Redis } from 'ioredis';
 import { parseMetrics, sumOf } from '../../bench/serverMetrics.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { openDatabase } from '../../src/store/db.js';
+import { spawnScript } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
 // TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does.
@@ -24,10 +24,7 @@ async function freePort(): Promise<number> {
 }
 
 function startServer(env: Record<string, string>) {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
-    env: { ...process.env, LOG_LEVEL: 'silent', HOST: '127.0.0.1', TPS_CONFIG_DIR: REPO_ROOT, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc = spawnScript('src/server.ts', [], { LOG_LEVEL: 'silent', HOST: '127.0.0.1', TPS_CONFIG_DIR: REPO_ROOT, ...env });
   let stderr = '';
   proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));

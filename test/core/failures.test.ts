@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import test from 'ava';
 import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
+import { spawnScript } from '../helpers/script.js';
 import { awayFromBucketEdge, awayFromVelocityEdge, capturedLogs, freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
@@ -107,11 +106,7 @@ for (const sync of ['full', 'normal']) {
     const db = freshDatabase('sqlite');
     const secretKey = generateKey('secret');
     const port = 20000 + Math.floor(Math.random() * 20000);
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_ENVIRONMENT: 'test', TPS_SQLITE_SYNC: sync },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnScript('src/server.ts', [], { DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_ENVIRONMENT: 'test', TPS_SQLITE_SYNC: sync });
     try {
       await new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (d) => String(d).includes('TPS listening') && resolve());

@@ -1,19 +1,15 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { openDatabase } from '../../src/store/db.js';
+import { spawnScript } from '../helpers/script.js';
 import { post, REPO_ROOT, freshDatabase } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
 function start(env: Record<string, string>): Promise<{ stdout: string; stderr: string; code: number | null; kill(): void; port: number }> {
   const port = 20000 + Math.floor(Math.random() * 20000);
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'src/server.ts')], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_SECRET_KEY: '', TPS_PUBLISHABLE_KEY: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnScript('src/server.ts', [], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_SECRET_KEY: '', TPS_PUBLISHABLE_KEY: '', ...env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
