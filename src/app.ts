@@ -84,10 +84,15 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     migrate: options.migrate,
     sqliteSync: settings.sqliteSync,
     sqliteWalMb: settings.sqliteWalMb,
+    sqlitePageSize: settings.sqlitePageSize,
     // The primary, the file's one writer, checkpoints it (src/cluster/primary.ts).
     checkpoint: !options.eventCommits,
     onCheckpoint: (seconds) => metrics.checkpointSeconds.observe(seconds),
   });
+  // Said once, by the process that prepared the store (not again by each cluster worker).
+  if (db.pageSize && db.pageSize !== settings.sqlitePageSize && options.migrate !== false) {
+    logger.warn({ pageSize: db.pageSize, requested: settings.sqlitePageSize }, 'the SQLite file keeps the page size it was made with; TPS_SQLITE_PAGE_SIZE applies to new files');
+  }
   const closers: (() => Promise<void>)[] = [];
   try {
     const keyStore = new KnexKeyStore(db.knex, db.reader);

@@ -30,6 +30,7 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
         migrate: false,
         sqliteSync: settings.sqliteSync,
         sqliteWalMb: settings.sqliteWalMb,
+        sqlitePageSize: settings.sqlitePageSize,
         onCheckpoint: (seconds) => metrics.checkpointSeconds.observe(seconds),
       });
   if (writerDb) commitWorkersEvents(sqliteEventWriter(writerDb.knex), settings.workers);

@@ -1,6 +1,7 @@
 // Environment variables (CONTRACT "Running"), read once. Defaults serve a first run with no set-up.
 
 import { WAL_CATCH_UP_MB } from '../store/checkpointer.js';
+import { PAGE_SIZE } from '../store/db.js';
 
 export interface Settings {
   port: number;
@@ -29,6 +30,8 @@ export interface Settings {
   sqliteSync: SqliteSync;
   /** SQLite's WAL size in MiB at which the writer catches up, holding commits for two syncs, and the WAL starts over (TPS_SQLITE_WAL_MB). */
   sqliteWalMb: number;
+  /** The page size in bytes of a new SQLite file (TPS_SQLITE_PAGE_SIZE); a file keeps the one it was made with. */
+  sqlitePageSize: number;
   /** A Server-Timing header on evaluate's answers (TPS_SERVER_TIMING): where the time went, for diagnosis and the benchmark. */
   serverTiming: boolean;
   ai: { url?: string; model?: string; apiKey?: string; timeoutMs?: number };
@@ -101,6 +104,8 @@ export function readSettings(env: Env = process.env): Settings {
     commitWaitMs: int(env, 'TPS_COMMIT_WAIT_MS', 1),
     sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),
     sqliteWalMb: positive(env, 'TPS_SQLITE_WAL_MB', WAL_CATCH_UP_MB),
+    // SQLite takes powers of two from 512; an event row (~400 bytes) needs 1 KiB to fit a page.
+    sqlitePageSize: numberIn(env, 'TPS_SQLITE_PAGE_SIZE', PAGE_SIZE, (v) => Number.isInteger(v) && v >= 1024 && v <= 65536 && (v & (v - 1)) === 0, 'a power of two from 1024 to 65536'),
     serverTiming: bool(env, 'TPS_SERVER_TIMING', false),
     ai: {
       url: str(env, 'TPS_AI_URL'),

@@ -25,6 +25,8 @@ export interface Database {
   describe: string;
   /** SQLite in a file: its checkpointer's recent work (Server-Timing). */
   checkpoints?: CheckpointLog;
+  /** SQLite: the page size the file was made with, which may not be the one asked for (OpenOptions.sqlitePageSize). */
+  pageSize?: number;
   close(): Promise<void>;
 }
 
@@ -43,16 +45,22 @@ export interface OpenOptions {
   checkpoint?: boolean;
   /** SQLite: the WAL's size in MiB at which the writer catches up and the WAL starts over (TPS_SQLITE_WAL_MB, checkpointer.ts). */
   sqliteWalMb?: number;
+  /** SQLite: the page size in bytes of a new file (TPS_SQLITE_PAGE_SIZE); PAGE_SIZE unless set. An existing file keeps its own. */
+  sqlitePageSize?: number;
 }
 
 /** Whether DATABASE_URL names PostgreSQL; anything else is a SQLite file (CONTRACT). */
 export const isPostgresUrl = (url: string | undefined): url is string => /^postgres(ql)?:\/\//.test(url ?? '');
 
 export async function openDatabase(url: string | undefined, options: OpenOptions = {}): Promise<Database> {
-  const db = isPostgresUrl(url) ? openPostgres(url) : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', options.checkpoint === false ? undefined : { onCheckpoint: options.onCheckpoint, walMb: options.sqliteWalMb });
+  const db = isPostgresUrl(url)
+    ? openPostgres(url)
+    : openSqlite(sqlitePath(url), options.sqliteSync ?? 'full', options.sqlitePageSize ?? PAGE_SIZE, options.checkpoint === false ? undefined : { onCheckpoint: options.onCheckpoint, walMb: options.sqliteWalMb });
   try {
     if (db.dialect === 'sqlite') await checkSqliteVersion(db.knex);
     if (options.migrate !== false) await migrate(db);
+    // Read once the schema exists: SQLite fixes a new file's page size when it first writes it.
+    if (db.dialect === 'sqlite') db.pageSize = ((await db.knex.raw('PRAGMA page_size')) as [{ page_size: number }])[0].page_size;
   } catch (err) {
     await db.close();
     throw err;
@@ -106,12 +114,14 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
 }
 
 /**
- * The page size of a new SQLite file. A commit rewrites every page it touches, whole, into the WAL:
- * the right-hand leaf of each index range a batch appends to, and each reason key's leaf. Those
- * pages are mostly unchanged, so smaller pages write fewer bytes: 1 KiB pages halve the bytes
- * written per event against SQLite's default 4 KiB, for ~20% more bytes stored
- * (bench/ROUNDS.md, tenth round). An event row (~400 bytes) still fits on one page. A file keeps the
- * page size it was created with; SQLite ignores this setting on an existing file.
+ * The page size of a new SQLite file unless TPS_SQLITE_PAGE_SIZE says otherwise. A commit rewrites
+ * every page it touches, whole, into the WAL: the right-hand leaf of each index range a batch
+ * appends to, and each reason key's leaf. Those pages are mostly unchanged, so smaller pages write
+ * fewer bytes: 1 KiB pages halve the bytes written per event against SQLite's default 4 KiB, for
+ * ~20% more bytes stored (bench/ROUNDS.md, tenth round). An event row (~400 bytes) still fits on
+ * one page. Where the disk keeps up and the cores are the limit, 4 KiB pages shortened the tail
+ * (thirty-sixth round): the choice is the machine's. A file keeps the page size it was created
+ * with; SQLite ignores this setting on an existing file.
  */
 export const PAGE_SIZE = 1024;
 
@@ -122,7 +132,7 @@ export const PAGE_SIZE = 1024;
  * in the fifteenth round (bench/ROUNDS.md). `checkpointing` undefined: this process leaves the WAL
  * to another's checkpointer.
  */
-function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerOptions | undefined): Database {
+function openSqlite(file: string, sync: SqliteSync, pageSize: number, checkpointing: CheckpointerOptions | undefined): Database {
   const memory = file === ':memory:';
   if (!memory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   // One writer. WAL keeps readers off the writer's back. synchronous=FULL makes each commit survive
@@ -130,7 +140,7 @@ function openSqlite(file: string, sync: SqliteSync, checkpointing: CheckpointerO
   // (TPS_SQLITE_SYNC) leaves the fsync to the checkpoints: a commit survives the process being
   // killed, not the machine losing power. SQLite never checkpoints on its own (checkpointer.ts).
   const synchronous = `PRAGMA synchronous=${sync.toUpperCase()};`;
-  const pragmas = `PRAGMA page_size=${PAGE_SIZE}; PRAGMA journal_mode=WAL; ${synchronous} PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;`;
+  const pragmas = `PRAGMA page_size=${pageSize}; PRAGMA journal_mode=WAL; ${synchronous} PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;`;
   const knex = sqlitePool(file, 1, 1, `${pragmas}${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');

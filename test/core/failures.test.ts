@@ -163,3 +163,11 @@ test('TPS_SQLITE_WAL_MB sets the WAL size at which the writer catches up; anythi
   t.is(readSettings({ TPS_SQLITE_WAL_MB: '0.25' }).sqliteWalMb, 0.25);
   for (const bad of ['0', '-1', 'lots']) t.throws(() => readSettings({ TPS_SQLITE_WAL_MB: bad }), { message: new RegExp(`TPS_SQLITE_WAL_MB must be a number > 0, got "${bad}"`) });
 });
+
+test('TPS_SQLITE_PAGE_SIZE sets a new SQLite file\'s page size; anything but a power of two from 1024 to 65536 stops start-up naming it', (t) => {
+  t.is(readSettings({}).sqlitePageSize, 1024);
+  for (const size of [1024, 2048, 4096, 65536]) t.is(readSettings({ TPS_SQLITE_PAGE_SIZE: String(size) }).sqlitePageSize, size);
+  for (const bad of ['512', '1000', '3072', '131072', '4096.0.1', 'big', '-4096']) {
+    t.throws(() => readSettings({ TPS_SQLITE_PAGE_SIZE: bad }), { message: new RegExp(`TPS_SQLITE_PAGE_SIZE must be a power of two from 1024 to 65536, got "${bad.replace(/\./g, '\\.')}"`) });
+  }
+});

@@ -65,3 +65,38 @@ test('a bad configuration stops start-up with the file, the path and the reason'
     await db.drop();
   }
 });
+
+test('TPS_SQLITE_PAGE_SIZE makes a new file of those pages; a later start asking for others keeps the file\'s and says so', async (t) => {
+  const db = freshDatabase('sqlite');
+  try {
+    const first = await start({ DATABASE_URL: db.url, TPS_SQLITE_PAGE_SIZE: '4096' });
+    const secret = /secret key \(server side only\): (svc_sec_\S+)/.exec(first.stdout)?.[1];
+    try {
+      t.is((await post(`http://127.0.0.1:${first.port}/api/evaluate`, samples.createCustomer(), secret)).status, 200);
+      t.false(first.stdout.includes('TPS_SQLITE_PAGE_SIZE applies to new files'));
+    } finally {
+      first.kill();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+
+    const second = await start({ DATABASE_URL: db.url });
+    try {
+      const warning = second.stdout.split('\n').find((line) => line.includes('TPS_SQLITE_PAGE_SIZE applies to new files'));
+      t.truthy(warning, second.stdout);
+      t.like(JSON.parse(warning!), { level: 40, pageSize: 4096, requested: 1024 });
+      t.is((await post(`http://127.0.0.1:${second.port}/api/evaluate`, samples.createCustomer(), secret)).status, 200);
+    } finally {
+      second.kill();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const opened = await openDatabase(db.url);
+    try {
+      t.is(opened.pageSize, 4096);
+      t.is(Number((await opened.knex('events').count({ n: '*' }))[0]!.n), 2);
+    } finally {
+      await opened.close();
+    }
+  } finally {
+    await db.drop();
+  }
+});

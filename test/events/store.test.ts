@@ -354,7 +354,7 @@ test('[sqlite] a store opened with checkpoint: false leaves the WAL to another p
   }
 });
 
-test('[sqlite] a new store is made of 1 KiB pages; a store made with 4 KiB pages keeps them and takes events', async (t) => {
+test('[sqlite] a new store is made of 1 KiB pages unless asked for others; a store keeps the pages it was made with and takes events', async (t) => {
   t.is(PAGE_SIZE, 1024);
   const pageSize = async (db: Awaited<ReturnType<typeof openDatabase>>) => {
     const [writer] = (await db.knex.raw('PRAGMA page_size')) as [{ page_size: number }];
@@ -364,10 +364,12 @@ test('[sqlite] a new store is made of 1 KiB pages; a store made with 4 KiB pages
   const stored = generateEvents('pages', 40, Date.now() - 60_000);
   const fresh = freshDatabase('sqlite');
   const old = freshDatabase('sqlite');
+  const larger = freshDatabase('sqlite');
   try {
     const db = await openDatabase(fresh.url);
     try {
       t.deepEqual(await pageSize(db), [PAGE_SIZE, PAGE_SIZE]);
+      t.is(db.pageSize, PAGE_SIZE);
       await new KnexEventStore(db).insertBatch(stored.slice(0, 20));
     } finally {
       await db.close();
@@ -396,9 +398,28 @@ test('[sqlite] a new store is made of 1 KiB pages; a store made with 4 KiB pages
     } finally {
       await before.close();
     }
+
+    // Asked for 4 KiB pages, a new file has them, and keeps them when opened with the default.
+    const asked = await openDatabase(larger.url, { sqlitePageSize: 4096 });
+    try {
+      t.deepEqual(await pageSize(asked), [4096, 4096]);
+      t.is(asked.pageSize, 4096);
+      await new KnexEventStore(asked).insertBatch(stored.slice(0, 20));
+    } finally {
+      await asked.close();
+    }
+    const reopened = await openDatabase(larger.url);
+    try {
+      t.is(reopened.pageSize, 4096);
+      await new KnexEventStore(reopened).insertBatch(stored.slice(20));
+      t.is(Number((await reopened.knex('events').count({ n: '*' }))[0]!.n), 40);
+    } finally {
+      await reopened.close();
+    }
   } finally {
     await fresh.drop();
     await old.drop();
+    await larger.drop();
   }
 });
 
