@@ -119,9 +119,9 @@ function sqlitePool(file: string, min: number, max: number, pragmas: string): Kn
  * appends to, and each reason key's leaf. Those pages are mostly unchanged, so smaller pages write
  * fewer bytes: 1 KiB pages halve the bytes written per event against SQLite's default 4 KiB, for
  * ~20% more bytes stored (bench/ROUNDS.md, tenth round). An event row (~400 bytes) still fits on
- * one page. Where the disk keeps up and the cores are the limit, 4 KiB pages shortened the tail
- * (thirty-sixth round): the choice is the machine's. A file keeps the page size it was created
- * with; SQLite ignores this setting on an existing file.
+ * one page. Where the disk keeps up and the cores are the limit, 4 KiB pages shortened the tail at
+ * light load (thirty-sixth round): the choice is the machine's. A file keeps the page size it was
+ * created with; SQLite ignores this setting on an existing file.
  */
 export const PAGE_SIZE = 1024;
 
