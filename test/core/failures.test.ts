@@ -3,7 +3,7 @@ import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
-import { spawnScript } from '../helpers/script.js';
+import { startServer } from '../helpers/script.js';
 import { awayFromBucketEdge, awayFromVelocityEdge, capturedLogs, freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
@@ -105,13 +105,10 @@ for (const sync of ['full', 'normal']) {
   test(`kill -9 loses no acknowledged evaluation (TPS_SQLITE_SYNC=${sync})`, async (t) => {
     const db = freshDatabase('sqlite');
     const secretKey = generateKey('secret');
-    const port = 20000 + Math.floor(Math.random() * 20000);
-    const child = spawnScript('src/server.ts', [], { DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_ENVIRONMENT: 'test', TPS_SQLITE_SYNC: sync });
+    const server = await startServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_SQLITE_SYNC: sync });
+    const { port } = server;
     try {
-      await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', (d) => String(d).includes('TPS listening') && resolve());
-        child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
-      });
+      if (server.code !== null) throw new Error(`server exited ${server.code}: ${server.stderr}`);
       const acknowledged: string[] = [];
       let killed = false;
       const worker = async (w: number) => {
@@ -126,7 +123,7 @@ for (const sync of ['full', 'normal']) {
       };
       const workers = Array.from({ length: 16 }, (_, w) => worker(w));
       while (acknowledged.length < 300) await new Promise((r) => setTimeout(r, 5));
-      child.kill('SIGKILL');
+      void server.stop('SIGKILL');
       killed = true;
       await Promise.all(workers);
       const reopened = await openDatabase(db.url);
@@ -139,7 +136,7 @@ for (const sync of ['full', 'normal']) {
         await reopened.close();
       }
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      await server.stop('SIGKILL');
       await db.drop();
     }
   });

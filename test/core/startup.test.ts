@@ -3,40 +3,29 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { openDatabase } from '../../src/store/db.js';
-import { spawnScript } from '../helpers/script.js';
+import { startServer } from '../helpers/script.js';
 import { post, REPO_ROOT, freshDatabase } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
-function start(env: Record<string, string>): Promise<{ stdout: string; stderr: string; code: number | null; kill(): void; port: number }> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const child = spawnScript('src/server.ts', [], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', TPS_SECRET_KEY: '', TPS_PUBLISHABLE_KEY: '', ...env });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => {
-    const done = (code: number | null) => resolve({ stdout, stderr, code, kill: () => child.kill('SIGTERM'), port });
-    child.stdout.on('data', () => stdout.includes('TPS listening') && done(null));
-    child.once('exit', (code) => done(code));
-  });
-}
+// The first start prints the development keys only when none are given.
+const start = (env: Record<string, string>) => startServer({ TPS_SECRET_KEY: '', TPS_PUBLISHABLE_KEY: '', ...env });
+const secretKeyPrinted = (stdout: string) => /secret key \(server side only\): (svc_sec_\S+)/.exec(stdout)?.[1];
 
 test('a first start creates the development keys, prints them once and they work; keys are stored as hashes', async (t) => {
   const db = freshDatabase('sqlite');
   try {
     const first = await start({ DATABASE_URL: db.url });
-    const secret = /secret key \(server side only\): (svc_sec_\S+)/.exec(first.stdout)?.[1];
+    const secret = secretKeyPrinted(first.stdout);
     const publishable = /publishable key \(browser\):\s+(svc_pub_\S+)/.exec(first.stdout)?.[1];
     t.truthy(secret);
     t.truthy(publishable);
     const res = await post(`http://127.0.0.1:${first.port}/api/evaluate`, samples.createCustomer(), secret);
     t.is(res.status, 200);
-    first.kill();
-    await new Promise((r) => setTimeout(r, 300));
+    await first.stop();
 
     const second = await start({ DATABASE_URL: db.url });
     t.false(second.stdout.includes('svc_sec_'), 'printed only once');
-    second.kill();
+    await second.stop();
 
     const opened = await openDatabase(db.url);
     const dump = JSON.stringify(await opened.knex('api_keys').select('*'));
@@ -70,14 +59,13 @@ test('TPS_SQLITE_PAGE_SIZE makes a new file of those pages; a later start asking
   const db = freshDatabase('sqlite');
   try {
     const first = await start({ DATABASE_URL: db.url, TPS_SQLITE_PAGE_SIZE: '4096' });
-    const secret = /secret key \(server side only\): (svc_sec_\S+)/.exec(first.stdout)?.[1];
+    const secret = secretKeyPrinted(first.stdout);
     try {
       t.is((await post(`http://127.0.0.1:${first.port}/api/evaluate`, samples.createCustomer(), secret)).status, 200);
       t.false(first.stdout.includes('TPS_SQLITE_PAGE_SIZE applies to new files'));
     } finally {
-      first.kill();
+      await first.stop();
     }
-    await new Promise((r) => setTimeout(r, 300));
 
     const second = await start({ DATABASE_URL: db.url });
     try {
@@ -86,9 +74,8 @@ test('TPS_SQLITE_PAGE_SIZE makes a new file of those pages; a later start asking
       t.like(JSON.parse(warning!), { level: 40, pageSize: 4096, requested: 1024 });
       t.is((await post(`http://127.0.0.1:${second.port}/api/evaluate`, samples.createCustomer(), secret)).status, 200);
     } finally {
-      second.kill();
+      await second.stop();
     }
-    await new Promise((r) => setTimeout(r, 300));
     const opened = await openDatabase(db.url);
     try {
       t.is(opened.pageSize, 4096);

@@ -16,3 +16,43 @@ export function runScript(file: string, env: Record<string, string> = {}, args: 
 export function spawnScript(file: string, args: readonly string[] = [], env: Record<string, string> = {}): ChildProcessByStdio<null, Readable, Readable> {
   return spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, file), ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
+
+/** The real server as `npm start` runs it (src/server.ts), in a process of its own on loopback. */
+export interface ServerProcess {
+  port: number;
+  /** Its exit code when it stopped before listening (a refused start-up); null while it runs. */
+  code: number | null;
+  /** What it has printed so far. */
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Sends the signal unless it has already exited, and resolves once it has. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts the server with these environment variables (over PORT, HOST and LOG_LEVEL=info); resolves once it listens, or once it has exited. */
+export function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const child = spawnScript('src/server.ts', [], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
+  let [stdout, stderr] = ['', ''];
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const server = (code: number | null): ServerProcess => ({
+    port,
+    code,
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  });
+  return new Promise((resolve) => {
+    child.stdout.on('data', () => stdout.includes('TPS listening') && resolve(server(null)));
+    void exited.then((code) => resolve(server(code)));
+  });
+}
