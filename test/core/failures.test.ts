@@ -3,7 +3,7 @@ import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore } from '../../src/store/eventStore.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
-import { startServer } from '../helpers/script.js';
+import { runningServer } from '../helpers/script.js';
 import { awayFromBucketEdge, awayFromVelocityEdge, capturedLogs, freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
@@ -105,10 +105,9 @@ for (const sync of ['full', 'normal']) {
   test(`kill -9 loses no acknowledged evaluation (TPS_SQLITE_SYNC=${sync})`, async (t) => {
     const db = freshDatabase('sqlite');
     const secretKey = generateKey('secret');
-    const server = await startServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_SQLITE_SYNC: sync });
+    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_SQLITE_SYNC: sync });
     const { port } = server;
     try {
-      if (server.code !== null) throw new Error(`server exited ${server.code}: ${server.stderr}`);
       const acknowledged: string[] = [];
       let killed = false;
       const worker = async (w: number) => {

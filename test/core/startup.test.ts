@@ -3,12 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { openDatabase } from '../../src/store/db.js';
-import { startServer } from '../helpers/script.js';
+import { runningServer, startServer } from '../helpers/script.js';
 import { post, REPO_ROOT, freshDatabase } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
 // The first start prints the development keys only when none are given.
-const start = (env: Record<string, string>) => startServer({ TPS_SECRET_KEY: '', TPS_PUBLISHABLE_KEY: '', ...env });
+const noKeys = { TPS_SECRET_KEY: '', TPS_PUBLISHABLE_KEY: '' };
+const start = (env: Record<string, string>) => runningServer({ ...noKeys, ...env });
 const secretKeyPrinted = (stdout: string) => /secret key \(server side only\): (svc_sec_\S+)/.exec(stdout)?.[1];
 
 test('a first start creates the development keys, prints them once and they work; keys are stored as hashes', async (t) => {
@@ -45,7 +46,7 @@ test('a bad configuration stops start-up with the file, the path and the reason'
   fs.writeFileSync(path.join(dir, 'operations', 'x.yaml'), 'key: x.create\ndisplayName: X\nactionType: create\nresourceType: x\nsensitivity: low\npolicy: standard\nweight: 3\n');
   const db = freshDatabase('sqlite');
   try {
-    const run = await start({ DATABASE_URL: db.url, TPS_CONFIG_DIR: dir });
+    const run = await startServer({ ...noKeys, DATABASE_URL: db.url, TPS_CONFIG_DIR: dir });
     t.is(run.code, 1);
     t.regex(run.stderr, /x\.yaml:7 at weight: weight is not a known field/);
     t.false(fs.existsSync(db.url.slice('sqlite:'.length)), 'nothing was created: configuration is checked before the store is opened');

@@ -29,15 +29,18 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts the server with these environment variables (over PORT, HOST and LOG_LEVEL=info); resolves once it listens, or once it has exited. */
+/**
+ * Starts the server with these environment variables (over PORT=0, HOST and LOG_LEVEL=info);
+ * resolves once it listens, or once it has exited. The port is the one it logs: a port picked
+ * here could be taken by then (it once was, in CI).
+ */
 export function startServer(env: Record<string, string>): Promise<ServerProcess> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const child = spawnScript('src/server.ts', [], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
+  const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
   let [stdout, stderr] = ['', ''];
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const server = (code: number | null): ServerProcess => ({
+  const server = (code: number | null, port = 0): ServerProcess => ({
     port,
     code,
     get stdout() {
@@ -52,7 +55,17 @@ export function startServer(env: Record<string, string>): Promise<ServerProcess>
     },
   });
   return new Promise((resolve) => {
-    child.stdout.on('data', () => stdout.includes('TPS listening') && resolve(server(null)));
+    child.stdout.on('data', () => {
+      const line = stdout.split('\n').find((l) => l.includes('TPS listening'));
+      if (line) resolve(server(null, Number(new URL(JSON.parse(line).url).port)));
+    });
     void exited.then((code) => resolve(server(code)));
   });
+}
+
+/** startServer for a test that needs it running: a start-up that ended is an error carrying what it printed. */
+export async function runningServer(env: Record<string, string>): Promise<ServerProcess> {
+  const server = await startServer(env);
+  if (server.code !== null) throw new Error(`the server exited with ${server.code} before listening:\n${server.stderr}${server.stdout}`);
+  return server;
 }
