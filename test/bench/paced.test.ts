@@ -77,7 +77,9 @@ test('a stall that holds every answer behind it is one episode of the slowest 1%
   const split = phaseSplit(result.latencies, result.parts)!;
   t.is(split.episodes.count, 1, JSON.stringify(split.episodes));
   t.is(split.episodes.largest.answers, split.slowest.answers);
-  t.true(split.episodes.largest.atMs >= 250 && split.episodes.largest.atMs < 400, JSON.stringify(split.episodes));
+  // Within the stall: its first answers are the slowest unless the loaded machine held a later
+  // one longer (CI once saw the 1% due at 408 ms, answered 425 ms later).
+  t.true(split.episodes.largest.atMs >= 250 && split.episodes.largest.atMs < 700, JSON.stringify(split.episodes));
   t.true(split.episodes.largest.maxMs >= 300, JSON.stringify(split.episodes));
 });
 
