@@ -19,6 +19,7 @@ export function spawnScript(file: string, args: readonly string[] = [], env: Rec
 
 /** The real server as `npm start` runs it (src/server.ts), in a process of its own on loopback. */
 export interface ServerProcess {
+  /** The port it listens on, as it logged it; 0 when it exited before listening. */
   port: number;
   /** Its exit code when it stopped before listening (a refused start-up); null while it runs. */
   code: number | null;
@@ -32,7 +33,7 @@ export interface ServerProcess {
 /**
  * Starts the server with these environment variables (over PORT=0, HOST and LOG_LEVEL=info);
  * resolves once it listens, or once it has exited. The port is the one it logs: a port picked
- * here could be taken by then (it once was, in CI).
+ * here could be taken by then (most likely what failed a CI run once).
  */
 export function startServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
@@ -55,10 +56,14 @@ export function startServer(env: Record<string, string>): Promise<ServerProcess>
     },
   });
   return new Promise((resolve) => {
-    child.stdout.on('data', () => {
-      const line = stdout.split('\n').find((l) => l.includes('TPS listening'));
-      if (line) resolve(server(null, Number(new URL(JSON.parse(line).url).port)));
-    });
+    const listening = () => {
+      // Whole lines only: a chunk may end inside the one we look for.
+      const line = stdout.slice(0, stdout.lastIndexOf('\n')).split('\n').find((l) => l.includes('TPS listening'));
+      if (!line) return;
+      child.stdout.off('data', listening);
+      resolve(server(null, Number(new URL(JSON.parse(line).url).port)));
+    };
+    child.stdout.on('data', listening);
     void exited.then((code) => resolve(server(code)));
   });
 }
