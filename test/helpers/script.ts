@@ -26,46 +26,66 @@ export interface ServerProcess {
   /** What it has printed so far. */
   readonly stdout: string;
   readonly stderr: string;
+  /** The first match of the pattern in what it has printed, now or later; an error if it ends first. */
+  logged(pattern: RegExp): Promise<RegExpMatchArray>;
+  /** Sends the signal and goes on (SIGHUP: reload the configuration). */
+  signal(signal: NodeJS.Signals): void;
   /** Sends the signal unless it has already exited, and resolves once it has. */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
+
+// The closing quote keeps a line cut between two chunks from matching half a port.
+const LISTENING = /"url":"(http:[^"]+)"[^\n]*"msg":"TPS listening"/;
 
 /**
  * Starts the server with these environment variables (over PORT=0, HOST and LOG_LEVEL=info);
  * resolves once it listens, or once it has exited. The port is the one it logs: a port picked
  * here could be taken by then (most likely what failed a CI run once).
  */
-export function startServer(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
   let [stdout, stderr] = ['', ''];
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const server = (code: number | null, port = 0): ServerProcess => ({
-    port,
-    code,
+  // 'close', not 'exit': by then everything it printed has been read.
+  const ended = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  const server: ServerProcess = {
+    port: 0,
+    code: null,
     get stdout() {
       return stdout;
     },
     get stderr() {
       return stderr;
     },
+    logged(pattern) {
+      return new Promise((resolve, reject) => {
+        // Added after the listener that appends, so it sees each chunk appended.
+        const look = () => {
+          const match = stdout.match(pattern);
+          if (!match) return;
+          child.stdout.off('data', look);
+          resolve(match);
+        };
+        child.stdout.on('data', look);
+        void ended.then((code) => reject(new Error(`the server exited with ${code} before printing ${pattern}:\n${stderr}${stdout}`)));
+        look();
+      });
+    },
+    signal(signal) {
+      child.kill(signal);
+    },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
+      await ended;
     },
-  });
-  return new Promise((resolve) => {
-    const listening = () => {
-      // Whole lines only: a chunk may end inside the one we look for.
-      const line = stdout.slice(0, stdout.lastIndexOf('\n')).split('\n').find((l) => l.includes('TPS listening'));
-      if (!line) return;
-      child.stdout.off('data', listening);
-      resolve(server(null, Number(new URL(JSON.parse(line).url).port)));
-    };
-    child.stdout.on('data', listening);
-    void exited.then((code) => resolve(server(code)));
-  });
+  };
+  try {
+    server.port = Number(new URL((await server.logged(LISTENING))[1]!).port);
+  } catch {
+    server.code = await ended;
+  }
+  return server;
 }
 
 /** startServer for a test that needs it running: a start-up that ended is an error carrying what it printed. */

@@ -1,11 +1,11 @@
-import { spawn } from 'node:child_process';
 import test from 'ava';
 import { createTps } from '../../src/app.js';
 import { readSettings } from '../../src/config/env.js';
 import type { AdvisoryInput, AdvisoryPort } from '../../src/evaluate/advisory.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
 import { tempConfig, type TempConfig } from '../helpers/config.js';
-import { freshDatabase, get, post, REPO_ROOT, startTps } from '../helpers/tps.js';
+import { runningServer } from '../helpers/script.js';
+import { freshDatabase, get, post, startTps } from '../helpers/tps.js';
 
 // Hot reload: a valid edit is compiled to the side and swapped in; an invalid one keeps the last
 // good configuration serving and shows its problems on /readyz; evaluations in flight finish on the
@@ -164,44 +164,17 @@ test('under a load of concurrent requests, no request fails while the configurat
 test.serial('the server process reloads on SIGHUP', async (t) => {
   const cfg = tempConfig({ fixtures: false });
   const db = freshDatabase('sqlite');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, DATABASE_URL: db.url, TPS_CONFIG_DIR: cfg.dir, PORT: '0', HOST: '127.0.0.1', TPS_WATCH_CONFIG: 'false', LOG_LEVEL: 'info', TPS_ENVIRONMENT: 'test', TPS_WORKERS: '1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
   t.teardown(async () => {
-    if (child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
     await db.drop();
     cfg.cleanup();
   });
-  let log = '';
-  const logged = (pattern: RegExp) =>
-    new Promise<RegExpMatchArray>((resolve, reject) => {
-      const check = () => {
-        const m = log.match(pattern);
-        if (m) {
-          child.stdout!.off('data', onData);
-          child.off('exit', onExit);
-          resolve(m);
-        }
-      };
-      const onData = (chunk: Buffer) => {
-        log += chunk.toString();
-        check();
-      };
-      const onExit = () => reject(new Error(`server exited: ${log}`));
-      child.stdout!.on('data', onData);
-      child.once('exit', onExit);
-      check();
-    });
-  const [, url] = await logged(/"url":"(http:\/\/127\.0\.0\.1:\d+)"/);
+  const server = await runningServer({ DATABASE_URL: db.url, TPS_CONFIG_DIR: cfg.dir, TPS_WATCH_CONFIG: 'false', TPS_ENVIRONMENT: 'test', TPS_WORKERS: '1' });
+  t.teardown(() => server.stop());
+  const url = `http://127.0.0.1:${server.port}`;
   const before = policyVersion((await get(`${url}/readyz`)).body, 'payments');
   cfg.replace('rules/payments.yaml', 'value: 10000', 'value: 5000');
-  child.kill('SIGHUP');
-  await logged(/"msg":"configuration reloaded"/);
+  server.signal('SIGHUP');
+  await server.logged(/"msg":"configuration reloaded"/);
   const after = policyVersion((await get(`${url}/readyz`)).body, 'payments');
   t.not(after, before);
   t.is(after, versionOf(cfg, 'payments'));
