@@ -83,6 +83,8 @@ function searches(now: number, combos: Combos): Record<string, string[]> {
   const many = (f: (i: number) => string) => Array.from({ length: 200 }, (_, i) => `/api/events?${f(i)}`);
   return {
     'one filter: actorId': many((i) => `actorId=user-${(i * 37) % BENCH_ACTORS}`),
+    // An identifier never stored: in SQLite a probe of every chunk of seqs (src/store/idChunks.ts).
+    'one filter: actorId that matches nothing': many((i) => `actorId=nobody-${i}`),
     'one filter: decision': many((i) => `decision=${pick(decisions, i)}`),
     'one filter: reason': many((i) => `reason=${pick(reasons, i)}`),
     'one filter: time window (1 day, 1-29 days ago)': many((i) => `from=${iso(now - (2 + (i % 28)) * DAY)}&to=${iso(now - (1 + (i % 28)) * DAY)}`),

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { EventFilters } from '../api/types.js';
 import type { StoredEvent } from './eventStore.js';
-import { dialectOf } from './dialect.js';
 import { withReason } from './reasonIndex.js';
 
 /**
@@ -29,19 +28,15 @@ export const COLUMNS = {
 const EQUALITY = Object.keys(COLUMNS) as (keyof typeof COLUMNS)[];
 
 /**
- * The environment's events matching the filter, as a query over `events as e`. `ordered` asks for
- * a plan that reads them in seq order. `facets`: the ids matching the filter's facet columns
- * (facets.ts), tested in their place.
+ * The environment's events matching the filter, as a query over `events as e`. `facets`: the ids
+ * matching the filter's facet columns (facets.ts), tested in their place.
  *
- * Facet and reason filters without an identifier never come here (eventStore reads them by facet). PostgreSQL's
- * planner chooses the identifier's index by its statistics; SQLite has none worth the name
- * (ANALYZE is never run on a live store), so for an ordered read the store names the index: the
- * actor's, else the resource's, walked newest first, the other filters tested on its rows.
+ * Facet and reason filters without an identifier never come here (eventStore reads them by facet),
+ * nor does SQLite's ordered read of an identifier (eventStore reads it by chunk, idChunks.ts).
+ * PostgreSQL's planner chooses the identifier's index by its statistics.
  */
-export function filteredEvents(knex: Knex, environment: string, f: EventFilter, ordered: boolean, facets?: readonly number[]): Knex.QueryBuilder {
-  const sqlite = dialectOf(knex) === 'sqlite';
-  const driver = sqlite && ordered ? IDENTIFIERS.find((key) => f[key] !== undefined) : undefined;
-  const q = driver ? knex.select('e.*').from(knex.raw('?? as e indexed by ??', ['events', `events_env_${COLUMNS[driver]}_seq`])) : knex.select('e.*').from('events as e');
+export function filteredEvents(knex: Knex, environment: string, f: EventFilter, facets?: readonly number[]): Knex.QueryBuilder {
+  const q = knex.select('e.*').from('events as e');
   q.where('e.environment', environment);
   for (const key of IDENTIFIERS) if (f[key] !== undefined) q.where(`e.${COLUMNS[key]}`, f[key]);
   if (facets) q.whereIn('e.facet', facets);
@@ -51,7 +46,6 @@ export function filteredEvents(knex: Knex, environment: string, f: EventFilter, 
   return q;
 }
 
-// The identifier filters, in SQLite's walk order: an actor's index first.
 const IDENTIFIERS = ['actorId', 'resourceId'] as const;
 
 /** How many predicates no single index answers alone; two or more may need a second plan (eventStore). */

@@ -6,6 +6,7 @@ import { fromRow, type EventRow } from './eventRows.js';
 import { postgresEventWriter, sqliteEventWriter, type EventWriter } from './eventWriteTx.js';
 import { EventWrites, type PreparedEvent } from './eventWrites.js';
 import { hasFacetFilter, matchingFacets } from './facets.js';
+import { chunkOf, chunkStart, idChunkSeqsSql } from './idChunks.js';
 import { hasReason, reasonKey } from './reasonIndex.js';
 import { seqBounds } from './timeMarks.js';
 
@@ -53,6 +54,9 @@ export interface PageOptions {
 
 // Ranges per statement in readRanges: SQLite allows 500 terms in a compound SELECT.
 const ARMS = 200;
+// Chunks an identifier's first read probes (readChunks), and the most one read probes.
+const FIRST_CHUNKS = 4;
+const MAX_CHUNKS = 1024;
 // Seqs a multi-predicate page reads in order before it changes plan (see page()).
 const PROBE_WINDOW = 20_000;
 
@@ -104,7 +108,8 @@ export class KnexEventStore implements EventStore {
   /**
    * One page of an environment's events matching the filter, in seq order. A time range narrows it
    * to the seqs the range can hold (timeMarks.ts). Facet and reason filters are read as merged
-   * ordered ranges (readRanges); an identifier's filter walks that identifier's index (read).
+   * ordered ranges (readRanges); an identifier's filter walks that identifier's index: in SQLite
+   * chunk by chunk (readChunks), in PostgreSQL as one range (read).
    *
    * In PostgreSQL an identifier with other predicates is different: its planner, seeing LIMIT, walks one index
    * in order and tests the rest row by row, which is quick when matches are common and a walk
@@ -134,8 +139,12 @@ export class KnexEventStore implements EventStore {
     if (facets && filter.actorId === undefined && filter.resourceId === undefined) return this.readRanges(environment, filter, facets, low, high, o.order, o.limit);
     const onlyFacets = hasFacetFilter(filter) ? facets : undefined;
     const read = (from: number | undefined, to: number | undefined, limit: number, ordered: boolean) => this.read(environment, filter, onlyFacets, from, to, o.order, limit, ordered);
-    // SQLite walks the identifier's index (filteredEvents); PostgreSQL needs no second plan for one predicate.
-    if (!this.postgres || (predicateCount(filter) < 2 && filter.reason === undefined)) return read(low, high, o.limit, true);
+    if (!this.postgres) {
+      const byId = filter.actorId !== undefined || filter.resourceId !== undefined;
+      return byId ? this.readChunks(environment, filter, onlyFacets, low, high, o.order, o.limit) : read(low, high, o.limit, true);
+    }
+    // PostgreSQL needs no second plan for one predicate.
+    if (predicateCount(filter) < 2 && filter.reason === undefined) return read(low, high, o.limit, true);
 
     if (o.order === 'desc') {
       const top = high ?? (await this.head());
@@ -151,7 +160,7 @@ export class KnexEventStore implements EventStore {
   }
 
   private async read(environment: string, filter: EventFilter, facets: number[] | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
-    const q = filteredEvents(this.reader, environment, filter, ordered, facets);
+    const q = filteredEvents(this.reader, environment, filter, facets);
     if (low !== undefined) q.where('e.seq', '>=', low);
     if (high !== undefined && high !== Infinity) q.where('e.seq', '<=', high);
     // `seq + 0` keeps the planner from walking an index in seq order: it must find the matches first.
@@ -209,6 +218,38 @@ export class KnexEventStore implements EventStore {
       if (order === 'asc') low = seqs[seqs.length - 1]! + 1;
       else high = seqs[seqs.length - 1]! - 1;
     }
+  }
+
+  /**
+   * SQLite: a page of an identifier's events, with any other filter (idChunks.ts). The identifier's
+   * chunks are probed from the page's start, a few at first, then as many as the matches found so
+   * far say the rest of the page needs, twice over (sixteen times as many while none is found); the
+   * page's rows are fetched with the other filters tested on them, and should those drop rows the
+   * walk goes on past them. A frequent identifier fills its page from the first chunks; a rare one
+   * costs an index probe per chunk of the range.
+   */
+  private async readChunks(environment: string, f: EventFilter, facets: number[] | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+    const [column, id] = f.actorId !== undefined ? (['actor_id', f.actorId] as const) : (['resource_id', f.resourceId!] as const);
+    const sql = idChunkSeqsSql(column, order);
+    let lo = low ?? 0;
+    let hi = high === undefined || high === Infinity ? await this.head() : high;
+    const page: StoredEvent[] = [];
+    let probed = 0;
+    for (let span = FIRST_CHUNKS; lo <= hi; ) {
+      const [first, last] = order === 'desc' ? [Math.max(chunkOf(lo), chunkOf(hi) - span + 1), chunkOf(hi)] : [chunkOf(lo), Math.min(chunkOf(hi), chunkOf(lo) + span - 1)];
+      const chunks = JSON.stringify(Array.from({ length: last - first + 1 }, (_, i) => first + i));
+      const want = limit - page.length;
+      const seqs = ((await this.reader.raw(sql, [chunks, environment, id, lo, hi, want])) as { seq: number }[]).map((r) => r.seq);
+      if (seqs.length > 0) page.push(...(await filteredEvents(this.reader, environment, f, facets).whereIn('e.seq', seqs).orderBy('e.seq', order)).map(fromRow));
+      if (page.length === limit) return page;
+      // A full read may have left more in these chunks; a short one has read them all.
+      const full = seqs.length === want;
+      if (order === 'desc') hi = full ? seqs[seqs.length - 1]! - 1 : chunkStart(first) - 1;
+      else lo = full ? seqs[seqs.length - 1]! + 1 : chunkStart(last + 1);
+      probed += last - first + 1;
+      span = Math.min(MAX_CHUNKS, page.length > 0 ? Math.ceil((2 * (limit - page.length) * probed) / page.length) : span * 16);
+    }
+    return page;
   }
 
   /**

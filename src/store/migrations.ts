@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { dialectOf } from './dialect.js';
 import { dropEventBatches } from './eventWriteTx.js';
 import { decodeExplanation } from './explanationCodec.js';
+import { createIdChunkIndexSql, dropIdChunkIndexSql, ID_COLUMNS } from './idChunks.js';
 import { reasonKeys } from './reasonIndex.js';
 import { BUCKET_MS, runningBounds } from './timeMarks.js';
 
@@ -254,6 +255,25 @@ const migrations: Migration[] = [
         t.dropColumn('facet');
       });
       await knex.schema.dropTableIfExists('event_facets');
+    },
+  },
+  {
+    // SQLite's identifier indexes led by the event's chunk of seqs (idChunks.ts), so that a commit
+    // writes a few hot leaves of them rather than a random leaf each. PostgreSQL keeps its own.
+    name: '005_event_id_chunks',
+    async up(knex) {
+      if (dialectOf(knex) !== 'sqlite') return;
+      for (const column of ID_COLUMNS) {
+        await knex.raw('DROP INDEX IF EXISTS ??', [`events_env_${column}_seq`]);
+        await knex.raw(createIdChunkIndexSql(column));
+      }
+    },
+    async down(knex) {
+      if (dialectOf(knex) !== 'sqlite') return;
+      for (const column of ID_COLUMNS) {
+        await knex.raw(dropIdChunkIndexSql(column));
+        await knex.schema.alterTable('events', (t) => t.index(['environment', column, 'seq'], `events_env_${column}_seq`));
+      }
     },
   },
 ];

@@ -9,6 +9,7 @@ import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js'
 import { keyOf, toRow } from '../../src/store/eventRows.js';
 import { migrationSource } from '../../src/store/migrations.js';
 import { WRITER_LOCK_CLASS } from '../../src/store/eventWriteTx.js';
+import { ID_CHUNK_BITS } from '../../src/store/idChunks.js';
 import { hash32, reasonKeys } from '../../src/store/reasonIndex.js';
 import { freshDatabase, type StoreKind } from '../helpers/tps.js';
 import { generateEvents } from './helpers.js';
@@ -139,7 +140,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       await step((db) => new KnexEventStore(db).insertBatch(all), true);
       await findsAll('as stored');
       // Down to 001 one migration at a time: the events stay, then come back indexed.
-      for (const name of ['004_event_facets', '003_operations', '002_event_search']) {
+      for (const name of ['005_event_id_chunks', '004_event_facets', '003_operations', '002_event_search']) {
         await step(async (db, schema) => {
           await db.knex.migrate.down({ migrationSource, schemaName: schema, name });
           t.is(Number((await db.knex('events').count({ n: '*' }))[0]!.n), all.length, `after ${name} down`);
@@ -170,11 +171,11 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       // The writer's connection now holds what its batches go through (SQLite: a TEMP trigger
       // naming the tables that 004's rollback renames).
       await events.insertBatch(all.slice(0, 15));
-      for (const name of ['004_event_facets', '003_operations', '002_event_search']) {
+      for (const name of ['005_event_id_chunks', '004_event_facets', '003_operations', '002_event_search']) {
         await db.knex.migrate.down({ migrationSource, schemaName: schema, name });
       }
       const [, pending] = (await db.knex.migrate.list({ migrationSource, schemaName: schema })) as [unknown[], unknown[]];
-      t.is(pending.length, 3);
+      t.is(pending.length, 4);
       await db.knex.migrate.latest({ migrationSource, schemaName: schema });
       await events.insertBatch(all.slice(15));
       const expected = newestFirstMatching(all, { decision: 'deny' });
@@ -248,6 +249,56 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       t.deepEqual(await events.page('facets', { operationKey: 'op.1', decision: 'allow' }, { order: 'desc', limit: 50 }), []);
       t.deepEqual(await events.page('facets', { operationKey: 'op.1', decision: 'throttle', riskBand: 'low' }, { order: 'asc', limit: 50 }), []);
       t.deepEqual(await events.page('other', { decision: 'deny' }, { order: 'desc', limit: 50 }), []);
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  });
+}
+
+for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
+  test(`[${store}] an identifier's events hundreds of chunks of seqs apart are all found, in both directions and with other filters`, async (t) => {
+    const fresh = freshDatabase(store);
+    const db = await openDatabase(fresh.url);
+    try {
+      const events = new KnexEventStore(db);
+      // Each pair of events is followed by a gap of 300 chunks of seqs (idChunks.ts), more than one read probes (ARMS = 200).
+      const gap = async () => {
+        const next = (await events.head()) + 300 * 2 ** ID_CHUNK_BITS;
+        if (store === 'sqlite') await db.knex.raw("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'", [next]);
+        else await db.knex.raw("SELECT setval(pg_get_serial_sequence('events', 'seq'), ?)", [next]);
+      };
+      const stored = generateEvents('ids', 12, Date.now() - 3_600_000).map((e, i) => ({
+        ...e,
+        actorId: i % 3 === 0 ? 'rare' : `actor_${i}`,
+        resourceId: i % 4 === 0 ? 'doc' : `res_${i}`,
+        decision: i % 2 ? ('deny' as const) : ('allow' as const),
+      }));
+      for (let i = 0; i < stored.length; i += 2) {
+        await events.insertBatch(stored.slice(i, i + 2));
+        await gap();
+      }
+      t.true((await events.head()) > 1_500_000, 'the gaps were made');
+      const walk = async (filter: EventFilter, order: 'asc' | 'desc', limit: number) => {
+        const ids: string[] = [];
+        for (let at: number | undefined; ; ) {
+          const page = await events.page('ids', filter, { order, limit, ...(order === 'desc' ? { before: at } : { after: at }) });
+          ids.push(...page.map((e) => e.telemetryId));
+          if (page.length < limit) return ids;
+          at = page[page.length - 1]!.seq;
+        }
+      };
+      const filters: EventFilter[] = [{ actorId: 'rare' }, { resourceId: 'doc' }, { actorId: 'rare', resourceId: 'doc' }, { actorId: 'rare', decision: 'deny' }, { resourceId: 'doc', decision: 'allow' }];
+      for (const filter of filters) {
+        const expected = newestFirstMatching(stored, filter);
+        t.true(expected.length > 0, JSON.stringify(filter));
+        for (const limit of [1, 2, 50]) {
+          t.deepEqual(await walk(filter, 'desc', limit), expected, `desc ${limit} ${JSON.stringify(filter)}`);
+          t.deepEqual(await walk(filter, 'asc', limit), [...expected].reverse(), `asc ${limit} ${JSON.stringify(filter)}`);
+        }
+      }
+      t.deepEqual(await events.page('ids', { actorId: 'rare', decision: 'throttle' }, { order: 'desc', limit: 50 }), []);
+      t.deepEqual(await events.page('other', { actorId: 'rare' }, { order: 'desc', limit: 50 }), []);
     } finally {
       await db.close();
       await fresh.drop();
