@@ -262,7 +262,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
     const db = await openDatabase(fresh.url);
     try {
       const events = new KnexEventStore(db);
-      // Each pair of events is followed by a gap of 300 chunks of seqs (idChunks.ts), more than one read probes (ARMS = 200).
+      // Each pair of events is followed by a gap of 300 chunks of seqs (idChunks.ts): ~1,800 in all, more than one read probes (MAX_CHUNKS = 1,024).
       const gap = async () => {
         const next = (await events.head()) + 300 * 2 ** ID_CHUNK_BITS;
         if (store === 'sqlite') await db.knex.raw("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'", [next]);
