@@ -2,7 +2,8 @@ import crypto from 'node:crypto';
 import { createKeyPair } from '../../src/auth/keys.js';
 import type { DecisionEvent, IngestRecord } from '../../src/api/types.js';
 import { parseSse } from '../../src/events/sseParser.js';
-import type { EventRecord } from '../../src/store/eventStore.js';
+import type { EventFilter } from '../../src/store/eventFilter.js';
+import type { EventRecord, KnexEventStore } from '../../src/store/eventStore.js';
 import { get, type RunningTps } from '../helpers/tps.js';
 
 export const uid = (prefix = 't'): string => `${prefix}_${crypto.randomBytes(6).toString('hex')}`;
@@ -142,4 +143,15 @@ export async function openStream(url: string, key: string, params: Record<string
     },
     close: () => abort.abort(),
   };
+}
+
+/** The telemetryIds of every page of a filter read straight from the store, `limit` at a time, each page resuming after the last. */
+export async function storePages(events: KnexEventStore, environment: string, filter: EventFilter, order: 'asc' | 'desc', limit: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let at: number | undefined; ; ) {
+    const page = await events.page(environment, filter, { order, limit, ...(order === 'desc' ? { before: at } : { after: at }) });
+    ids.push(...page.map((e) => e.telemetryId));
+    if (page.length < limit) return ids;
+    at = page[page.length - 1]!.seq;
+  }
 }

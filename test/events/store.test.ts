@@ -12,7 +12,7 @@ import { WRITER_LOCK_CLASS } from '../../src/store/eventWriteTx.js';
 import { ID_CHUNK_BITS } from '../../src/store/idChunks.js';
 import { hash32, reasonKeys } from '../../src/store/reasonIndex.js';
 import { freshDatabase, type StoreKind } from '../helpers/tps.js';
-import { generateEvents } from './helpers.js';
+import { generateEvents, storePages } from './helpers.js';
 
 /** The telemetryIds of the events (stored in this order) that a filter must find, newest first: worked out apart from the store's own matching. */
 function newestFirstMatching(events: readonly EventRecord[], filter: EventFilter): string[] {
@@ -279,15 +279,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
         await gap();
       }
       t.true((await events.head()) > 1_500_000, 'the gaps were made');
-      const walk = async (filter: EventFilter, order: 'asc' | 'desc', limit: number) => {
-        const ids: string[] = [];
-        for (let at: number | undefined; ; ) {
-          const page = await events.page('ids', filter, { order, limit, ...(order === 'desc' ? { before: at } : { after: at }) });
-          ids.push(...page.map((e) => e.telemetryId));
-          if (page.length < limit) return ids;
-          at = page[page.length - 1]!.seq;
-        }
-      };
+      const walk = (filter: EventFilter, order: 'asc' | 'desc', limit: number) => storePages(events, 'ids', filter, order, limit);
       const filters: EventFilter[] = [{ actorId: 'rare' }, { resourceId: 'doc' }, { actorId: 'rare', resourceId: 'doc' }, { actorId: 'rare', decision: 'deny' }, { resourceId: 'doc', decision: 'allow' }];
       for (const filter of filters) {
         const expected = newestFirstMatching(stored, filter);

@@ -6,7 +6,7 @@ import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js'
 import { reasonKeys } from '../../src/store/reasonIndex.js';
 import { samples } from '../core/evaluate-suite.js';
 import { get, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
-import { generateEvents, GENERATED_SPACING_MS, ingestRecord, newEnvironment, query, uid, walk } from './helpers.js';
+import { generateEvents, GENERATED_SPACING_MS, ingestRecord, newEnvironment, query, storePages, uid, walk } from './helpers.js';
 
 // Ingest, Decision Logs, explanation, isolation and retention over real HTTP, registered once per
 // store so SQLite and PostgreSQL run the very same assertions. Each test works in an environment of
@@ -279,15 +279,7 @@ export function registerEventsSuite(test: TestFn<Ctx>, store: StoreKind): void {
     ];
     const filterOf = (f: Filters) => ({ ...f, fromMs: f.from ? Date.parse(f.from) : undefined, toMs: f.to ? Date.parse(f.to) : undefined, from: undefined, to: undefined });
     /** Every page of the filter in one direction, 13 at a time. */
-    const pages = async (f: Filters, order: 'asc' | 'desc') => {
-      const ids: string[] = [];
-      for (let at: number | undefined; ; ) {
-        const page = await events.page(environment, filterOf(f) as never, { order, limit: 13, ...(order === 'desc' ? { before: at } : { after: at }) });
-        ids.push(...page.map((e) => e.telemetryId));
-        if (page.length < 13) return ids;
-        at = page[page.length - 1]!.seq;
-      }
-    };
+    const pages = (f: Filters, order: 'asc' | 'desc') => storePages(events, environment, filterOf(f) as never, order, 13);
     for (const f of cases) {
       const expected = records.filter(predicate(f)).map((e) => e.telemetryId);
       t.deepEqual(await pages(f, 'desc'), [...expected].reverse(), `desc ${JSON.stringify(f)}`);
