@@ -9,7 +9,7 @@ import { advisoryPort } from './ai/port.js';
 import { bootstrapKeys } from './auth/bootstrap.js';
 import type { KeyPair } from './auth/keys.js';
 import { KeyRing } from './auth/keyring.js';
-import type { Settings } from './config/env.js';
+import { localUrl, type Settings } from './config/env.js';
 import type { AdvisoryPort } from './evaluate/advisory.js';
 import { Evaluator } from './evaluate/evaluator.js';
 import { localRunner, threadRunner, type EvaluationRunner } from './evaluate/runner.js';
@@ -218,7 +218,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         servers.push(server);
         await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
         const { port: bound } = server.address() as AddressInfo;
-        return { server, url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${bound}` };
+        return { server, url: localUrl(host, bound) };
       },
       async close() {
         // Streams never end on their own: end them first, or the servers would wait for them.

@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { Settings } from '../config/env.js';
+import { localUrl, type Settings } from '../config/env.js';
 import type { Logger } from '../http/logger.js';
 import { createMetrics } from '../http/metrics.js';
 import { isPostgresUrl, openDatabase } from '../store/db.js';
@@ -43,9 +43,10 @@ export async function runPrimary(settings: Settings, logger: Logger, prepare: ()
   aggregateWorkersMetrics(metrics.registry, () => [...listening]);
   const fork = () => cluster.fork({ TPS_CLUSTER_WORKER: '1' });
 
-  cluster.on('listening', (worker) => {
+  // The port the workers share, which PORT=0 leaves to the system (the same for every worker).
+  cluster.on('listening', (worker, address) => {
     listening.add(worker);
-    if (listening.size === settings.workers) logger.info({ workers: settings.workers, port: settings.port }, 'TPS workers listening');
+    if (listening.size === settings.workers) logger.info({ workers: settings.workers, url: localUrl(settings.host, address.port) }, 'TPS workers listening');
   });
   cluster.on('exit', (worker, code, signal) => {
     const started = listening.delete(worker);

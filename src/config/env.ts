@@ -80,6 +80,11 @@ function str(env: Env, name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+/** The address a client on this machine reaches a server bound to host and port at. */
+export function localUrl(host: string, port: number): string {
+  return `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`;
+}
+
 export function readSettings(env: Env = process.env): Settings {
   const aiTimeout = str(env, 'TPS_AI_TIMEOUT_MS');
   return {

@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
@@ -9,27 +8,12 @@ import { Redis } from 'ioredis';
 import { parseMetrics, sumOf } from '../../bench/serverMetrics.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { openDatabase } from '../../src/store/db.js';
-import { spawnScript } from '../helpers/script.js';
+import { runningServer, startServer } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
-// TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does.
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function startServer(env: Record<string, string>) {
-  const proc = spawnScript('src/server.ts', [], { LOG_LEVEL: 'silent', HOST: '127.0.0.1', TPS_CONFIG_DIR: REPO_ROOT, ...env });
-  let stderr = '';
-  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, exited, stderr: () => stderr };
-}
+// TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does,
+// on the port the system gives it (PORT=0), which the primary logs once every worker listens.
+const WORKERS_LISTENING = /"url":"(http:[^"]+)"[^\n]*"msg":"TPS workers listening"/;
 
 /** One request on a connection of its own, so the cluster may hand it to any worker. */
 function post(port: number, body: unknown, key: string, route = '/api/evaluate'): Promise<{ status: number; body: any; timing?: string }> {
@@ -56,18 +40,6 @@ async function text(res: http.IncomingMessage): Promise<string> {
   return body;
 }
 
-async function waitHealthy(port: number, server: ReturnType<typeof startServer>): Promise<void> {
-  for (;;) {
-    if (server.proc.exitCode !== null) throw new Error(`server exited early: ${server.stderr()}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 function childrenOf(pid: number): number[] {
   return fs
     .readdirSync('/proc')
@@ -88,9 +60,9 @@ function childrenOf(pid: number): number[] {
 test('several workers need REDIS_URL, and say so instead of starting', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-cluster-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const server = startServer({ TPS_WORKERS: '2', PORT: String(await freePort()), DATABASE_URL: `sqlite:${path.join(dir, 'tps.sqlite')}` });
-  t.is(await server.exited, 1);
-  t.regex(server.stderr(), /TPS_WORKERS=2 needs REDIS_URL/);
+  const server = await startServer({ TPS_WORKERS: '2', TPS_CONFIG_DIR: REPO_ROOT, DATABASE_URL: `sqlite:${path.join(dir, 'tps.sqlite')}` });
+  t.is(server.code, 1);
+  t.regex(server.stderr, /TPS_WORKERS=2 needs REDIS_URL/);
 });
 
 // With SQLite the primary commits every worker's events, as the file's one writer; with PostgreSQL
@@ -102,12 +74,11 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
     await database.drop();
     await dropRedisPrefix(redisPrefix);
   });
-  const port = await freePort();
   const secretKey = generateKey('secret');
   const environment = `cluster-${crypto.randomBytes(4).toString('hex')}`;
-  const server = startServer({
+  const server = await runningServer({
     TPS_WORKERS: '2',
-    PORT: String(port),
+    TPS_CONFIG_DIR: REPO_ROOT,
     DATABASE_URL: database.url,
     REDIS_URL: REDIS_TEST_URL,
     TPS_REDIS_PREFIX: redisPrefix,
@@ -117,12 +88,11 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
     // A WAL this small makes the primary, SQLite's writer, catch up within a few commits.
     TPS_SQLITE_WAL_MB: '0.05',
   });
-  t.teardown(() => void (server.proc.exitCode === null && server.proc.kill('SIGKILL')));
-  await waitHealthy(port, server);
-
-  // Both workers listen (the primary forks them all before the first can answer).
-  for (let i = 0; childrenOf(server.proc.pid!).length < 2 && i < 100; i++) await new Promise((r) => setTimeout(r, 100));
-  t.is(childrenOf(server.proc.pid!).length, 2);
+  t.teardown(() => server.stop('SIGKILL'));
+  // Both workers listen on the one port, as the primary says once they all do.
+  const port = Number(new URL((await server.logged(WORKERS_LISTENING))[1]!).port);
+  t.is(port, server.port);
+  t.is(childrenOf(server.pid).length, 2);
 
   // A step-up and its retry on separate connections: whichever worker takes the retry finds the
   // challenge, because challenges live in Redis.
@@ -204,9 +174,8 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
     t.true(seen > 0);
   } else t.is(await catchUps(), 0);
 
-  server.proc.kill('SIGTERM');
-  t.is(await server.exited, 0);
-  t.deepEqual(childrenOf(server.proc.pid!), []);
+  t.is(await server.stop('SIGTERM'), 0);
+  t.deepEqual(childrenOf(server.pid), []);
 
   // Every answered evaluation is in the one store, whichever worker committed it.
   const db = await openDatabase(database.url, { migrate: false, checkpoint: false });

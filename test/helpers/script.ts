@@ -19,6 +19,8 @@ export function spawnScript(file: string, args: readonly string[] = [], env: Rec
 
 /** The real server as `npm start` runs it (src/server.ts), in a process of its own on loopback. */
 export interface ServerProcess {
+  /** Its process id (with TPS_WORKERS > 1, the primary's). */
+  readonly pid: number;
   /** The port it listens on, as it logged it; 0 when it exited before listening. */
   port: number;
   /** Its exit code when it stopped before listening (a refused start-up); null while it runs. */
@@ -30,8 +32,8 @@ export interface ServerProcess {
   logged(pattern: RegExp): Promise<RegExpMatchArray>;
   /** Sends the signal and goes on (SIGHUP: reload the configuration). */
   signal(signal: NodeJS.Signals): void;
-  /** Sends the signal unless it has already exited, and resolves once it has. */
-  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Sends the signal unless it has already exited, and resolves with its exit code once it has. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
 // The closing quote keeps a line cut between two chunks from matching half a port.
@@ -50,6 +52,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   // 'close', not 'exit': by then everything it printed has been read.
   const ended = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const server: ServerProcess = {
+    pid: child.pid!,
     port: 0,
     code: null,
     get stdout() {
@@ -77,7 +80,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await ended;
+      return ended;
     },
   };
   try {
