@@ -166,11 +166,12 @@ export function writtenBytes(pid: number): number {
   return sum(tree(pid), (p) => Number(/^write_bytes:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${p}/io`, 'utf8'))?.[1] ?? 0));
 }
 
-/** CPU seconds the whole machine has spent busy (all cores, from /proc/stat). */
-export function machineBusySeconds(): number {
+/** CPU seconds the whole machine has spent busy and idle so far (all cores, from /proc/stat). */
+export function machineSeconds(): { busy: number; idle: number } {
   const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  // user nice system idle iowait irq softirq steal …: busy is everything but idle and iowait.
-  return (f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!) / 100;
+  // user nice system idle iowait irq softirq steal …: idle is idle and iowait, busy everything else.
+  const idle = f[3]! + f[4]!;
+  return { busy: (f.reduce((a, b) => a + b, 0) - idle) / 100, idle: idle / 100 };
 }
 
 /** VmRSS of the process plus its descendants, in MB (MiB). */

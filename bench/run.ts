@@ -8,7 +8,7 @@ import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, r
 import { paced } from './paced.js';
 import { ANSWERS_CSV_HEADER, answersCsv, describeEpisodes, describeOverTarget, describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
-import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineBusySeconds, rssMb, startNode, threadCounters, waitReady, writtenBytes, type Child } from './proc.js';
+import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineSeconds, rssMb, startNode, threadCounters, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures, type Scrape } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 import { describeThreads, threadSplit, type ThreadSplit } from './threads.js';
@@ -108,6 +108,11 @@ interface Row {
   coreWaitUs: number;
   /** Cores kept busy by processes other than the server and this driver during the phase. */
   otherCores: number;
+  /**
+   * Cores the machine left idle during the phase. At full load, idle cores mean the connections
+   * were waiting on the server's latency (its commits, a thread's turn), not on its CPU.
+   */
+  idleCores: number;
   /** KB the server wrote to storage per 2xx answer (the SQLite file and its WAL); NaN where not its own process's writes. */
   writtenKb: number;
   /** The server's own figures for the phase (from /metrics); none with several workers of a build that did not gather their metrics. */
@@ -139,7 +144,7 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   const k0 = await scrape(url);
   const s0 = cpuSeconds(serverPid);
   const c0 = cpuSeconds('self');
-  const m0 = machineBusySeconds();
+  const m0 = machineSeconds();
   const w0 = writtenBytes(serverPid);
   const x0 = contextSwitches(serverPid);
   const q0 = coreWaitSeconds(serverPid);
@@ -151,7 +156,8 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   const q1 = coreWaitSeconds(serverPid);
   const written = writtenBytes(serverPid) - w0;
   const server = cpuSeconds(serverPid) - s0;
-  const other = machineBusySeconds() - m0 - server - (cpuSeconds('self') - c0);
+  const m1 = machineSeconds();
+  const other = m1.busy - m0.busy - server - (cpuSeconds('self') - c0);
   const k1 = await scrape(url);
   return {
     result,
@@ -159,6 +165,7 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
     switches: result.ok ? round(Math.max(0, switches) / result.ok, 2) : NaN,
     coreWaitUs: result.ok && q0 !== undefined && q1 !== undefined ? Math.round((Math.max(0, q1 - q0) / result.ok) * 1e6) : NaN,
     otherCores: round(Math.max(0, other) / result.seconds, 2),
+    idleCores: round((m1.idle - m0.idle) / result.seconds, 2),
     // PostgreSQL's writes are its own processes', not the server's.
     writtenKb: result.ok && !cfg.databaseUrl ? round(written / 1024 / result.ok, 1) : NaN,
     figures: wholeService(k1) ? phaseFigures(k0, k1, result.seconds) : undefined,
@@ -166,8 +173,8 @@ async function metered<T extends { ok: number; seconds: number }>(serverPid: num
   };
 }
 
-function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; coreWaitUs: number; otherCores: number; writtenKb: number; figures?: PhaseFigures; threads?: ThreadSplit }, record = true): Row {
-  const { cpuUs, switches, coreWaitUs, otherCores, writtenKb, figures, threads } = meter;
+function summarize(phase: string, rate: string, m: { ok: number; failed: number; seconds: number; latencies: Float64Array }, meter: { cpuUs: number; switches: number; coreWaitUs: number; otherCores: number; idleCores: number; writtenKb: number; figures?: PhaseFigures; threads?: ThreadSplit }, record = true): Row {
+  const { cpuUs, switches, coreWaitUs, otherCores, idleCores, writtenKb, figures, threads } = meter;
   // A sorted copy: the paced phases' parts (split.ts) are matched to the latencies by index.
   const sorted = m.latencies.slice().sort();
   const pct = (p: number) => (sorted.length ? round(sorted[nearestRank(sorted.length, p)]!) : NaN);
@@ -186,6 +193,7 @@ function summarize(phase: string, rate: string, m: { ok: number; failed: number;
     switches,
     coreWaitUs,
     otherCores,
+    idleCores,
     writtenKb,
     figures,
     threads,
@@ -330,7 +338,7 @@ async function runDiskFloor(half: Row | undefined): Promise<Row | undefined> {
   if (!half || !(perCommit > 0) || !Number.isFinite(half.writtenKb)) return undefined;
   const commitsPerSecond = half.rps / perCommit;
   const result = await diskFloor(commitsPerSecond, half.writtenKb * 1024 * perCommit, cfg.seconds);
-  return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, switches: NaN, coreWaitUs: NaN, otherCores: 0, writtenKb: round(half.writtenKb * perCommit, 1) });
+  return summarize(`disk alone: (d)'s commits, write + fdatasync`, `${Math.round(commitsPerSecond)}/s`, result, { cpuUs: NaN, switches: NaN, coreWaitUs: NaN, otherCores: 0, idleCores: NaN, writtenKb: round(half.writtenKb * perCommit, 1) });
 }
 
 // tps_evaluation_thread's values, as the run's header says them.
@@ -475,6 +483,7 @@ async function main(): Promise<void> {
     evaluateHalfLoadP99Ms: half?.p99 ?? null,
     evaluateHalfLoadSplitMs: half?.split ?? null,
     evaluateThreadsUs: evaluate?.threads ?? null,
+    evaluateIdleCores: evaluate?.idleCores ?? null,
     evaluateHalfLoadThreadsUs: half?.threads ?? null,
     baselineHalfLoadP99Ms: floor?.p99 ?? null,
     diskFloorP99Ms: disk?.p99 ?? null,
@@ -505,13 +514,13 @@ async function waitListening(url: string, child: Child): Promise<void> {
 }
 
 function printTable(rss: number, stored: { total: number; byDecision: Record<string, number>; invalidChallenges: number } | undefined, samples: { evaluations: number; rssMb: number }[]): void {
-  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'core wait µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC % HTTP/eval', 'loop late p99 ms', 'others busy (cores)'];
+  const head = ['phase', 'rate', 'secs', '2xx', 'failed', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'server CPU µs/req', 'switches/req', 'core wait µs/req', 'written KB/req', 'events/commit', 'commit ms mean/p99', 'checkpoints/s × ms', 'GC % HTTP/eval', 'loop late p99 ms', 'others busy (cores)', 'idle (cores)'];
   // '-' where a figure is missing: several workers of a build that did not gather their metrics, or a server (the baseline) without it.
   const show = (digits: number, ...xs: (number | undefined)[]) => (xs.some((x) => x === undefined || Number.isNaN(x)) ? '-' : xs.map((x) => round(x!, digits)).join('/'));
   const body = rows.map((r) => {
     const f = r.figures;
     const checkpoints = f?.checkpointsPerS ? `${show(1, f.checkpointsPerS)} × ${show(2, f.checkpointMeanMs)}` : '-';
-    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(2, r.switches), show(0, r.coreWaitUs), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, f ? `${show(1, f.gcPct)}/${show(1, f.threadGcPct)}` : '-', show(2, f?.loopP99Ms), r.otherCores].map(String);
+    return [r.phase, r.rate, r.seconds, r.ok, r.failed, r.rps, r.p50, r.p90, r.p99, r.max, show(0, r.cpuUs), show(2, r.switches), show(0, r.coreWaitUs), show(1, r.writtenKb), show(1, f?.perCommit), show(2, f?.commitMeanMs, f?.commitP99Ms), checkpoints, f ? `${show(1, f.gcPct)}/${show(1, f.threadGcPct)}` : '-', show(2, f?.loopP99Ms), r.otherCores, show(2, r.idleCores)].map(String);
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;

@@ -63,6 +63,13 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   const processUs = Number(row('evaluate (mix, max rate)')!['server CPU µs/req']);
   t.true(Math.abs(threadsUs - processUs) <= 0.25 * processUs, `threads ${threadsUs} µs an answer against the process's ${processUs}`);
   t.is(byThread.http!.waitUs === null, !KEEPS_SCHEDSTAT);
+  // The cores the machine left idle through the phase, from /proc/stat: with the server's and
+  // everyone else's but this driver's, no more than the machine has.
+  const evaluateRow = row('evaluate (mix, max rate)')!;
+  const idle = Number(evaluateRow['idle (cores)']);
+  const serverCores = (processUs * Number(evaluateRow['req/s'])) / 1e6;
+  t.true(idle >= 0 && idle + serverCores + Number(evaluateRow['others busy (cores)']) <= os.cpus().length + 0.05, `idle ${idle}, server ${serverCores} cores`);
+  t.is(summary.evaluateIdleCores, idle);
   // At 50% load too, both threads that make an answer did work.
   const halfByThread = (summary as unknown as { evaluateHalfLoadThreadsUs: ThreadSplit }).evaluateHalfLoadThreadsUs;
   t.true(halfByThread.http!.cpuUs > 0 && halfByThread.evaluation!.cpuUs > 0, JSON.stringify(halfByThread));
@@ -88,6 +95,7 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.is(Number(disk!['p99 ms']), summary.diskFloorP99Ms);
   t.is(disk!['switches/req'], '-');
   t.is(disk!['core wait µs/req'], '-');
+  t.is(disk!['idle (cores)'], '-');
   const [halfRps, halfKb, perCommit] = [Number(half!['req/s']), Number(half!['written KB/req']), Number(half!['events/commit'])];
   t.true(halfKb > 0 && perCommit >= 1, `written KB/req ${halfKb}, events/commit ${perCommit}`);
   const commitRate = halfRps / perCommit;
