@@ -110,7 +110,7 @@ interface Row {
   otherCores: number;
   /**
    * Cores the machine left idle during the phase. At full load, idle cores mean the connections
-   * were waiting on the server's latency (its commits, a thread's turn), not on its CPU.
+   * were waiting on latency (the server's commits, a thread's turn, this driver), not on CPU.
    */
   idleCores: number;
   /** KB the server wrote to storage per 2xx answer (the SQLite file and its WAL); NaN where not its own process's writes. */
