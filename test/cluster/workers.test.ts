@@ -13,7 +13,6 @@ import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type
 
 // TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does,
 // on the port the system gives it (PORT=0), which the primary logs once every worker listens.
-const WORKERS_LISTENING = /"url":"(http:[^"]+)"[^\n]*"msg":"TPS workers listening"/;
 
 /** One request on a connection of its own, so the cluster may hand it to any worker. */
 function post(port: number, body: unknown, key: string, route = '/api/evaluate'): Promise<{ status: number; body: any; timing?: string }> {
@@ -90,7 +89,7 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
   });
   t.teardown(() => server.stop('SIGKILL'));
   // Both workers listen on the one port, as the primary says once they all do.
-  const port = Number(new URL((await server.logged(WORKERS_LISTENING))[1]!).port);
+  const port = await server.loggedPort('TPS workers listening');
   t.is(port, server.port);
   t.is(childrenOf(server.pid).length, 2);
 

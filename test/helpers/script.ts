@@ -30,14 +30,16 @@ export interface ServerProcess {
   readonly stderr: string;
   /** The first match of the pattern in what it has printed, now or later; an error if it ends first. */
   logged(pattern: RegExp): Promise<RegExpMatchArray>;
+  /** The port of the `url` in the first log line with this message, as logged(). */
+  loggedPort(msg: string): Promise<number>;
   /** Sends the signal and goes on (SIGHUP: reload the configuration). */
   signal(signal: NodeJS.Signals): void;
   /** Sends the signal unless it has already exited, and resolves with its exit code once it has. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-// The closing quote keeps a line cut between two chunks from matching half a port.
-const LISTENING = /"url":"(http:[^"]+)"[^\n]*"msg":"TPS listening"/;
+// The closing quotes keep a line cut between two chunks from matching half a port.
+const urlBeside = (msg: string) => new RegExp(`"url":"(http:[^"]+)"[^\\n]*"msg":"${msg}"`);
 
 /**
  * Starts the server with these environment variables (over PORT=0, HOST and LOG_LEVEL=info);
@@ -75,6 +77,9 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
         look();
       });
     },
+    async loggedPort(msg) {
+      return Number(new URL((await server.logged(urlBeside(msg)))[1]!).port);
+    },
     signal(signal) {
       child.kill(signal);
     },
@@ -84,7 +89,7 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
     },
   };
   try {
-    server.port = Number(new URL((await server.logged(LISTENING))[1]!).port);
+    server.port = await server.loggedPort('TPS listening');
   } catch {
     server.code = await ended;
   }
