@@ -38,10 +38,10 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-// The closing quotes keep a line cut between two chunks from matching half a port; the message is
-// matched as text, not as a pattern.
+// The closing quotes keep a line cut between two chunks from matching half a port. The message is
+// matched as the log line spells it (JSON, quotes included), as text rather than as a pattern.
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const urlBeside = (msg: string) => new RegExp(`"url":"(http:[^"]+)"[^\\n]*"msg":"${literal(msg)}"`);
+const urlBeside = (msg: string) => new RegExp(`"url":"(http:[^"]+)"[^\\n]*"msg":${literal(JSON.stringify(msg))}`);
 
 /**
  * Starts the server with these environment variables (over PORT=0, HOST and LOG_LEVEL=info);
