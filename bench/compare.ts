@@ -42,6 +42,7 @@ const describe = (s: Side) => [path.relative(ROOT, s.server) || s.server, ...Obj
 const FULL = ['evaluate (mix, max rate)'];
 const PACED = ['evaluate (50% of max, paced)', 'evaluate (fixed rate, paced)'];
 const INGEST = ['ingest (max rate)'];
+const BASELINE = ['baseline (bare Koa)'];
 
 /** A figure from the table: the first of `phases` that ran, its `column`, read by `parse`. */
 const cell =
@@ -55,7 +56,10 @@ const slowest = (part: Exclude<keyof SplitMs, 'duringCommit'>) => (run: RunOutpu
 
 /** The figures compared, where each is read from, and which way is better. */
 const METRICS = [
+  // With the baseline among the phases, and flags that reach it too (BENCH_START_FLAGS).
+  { key: 'baselineRps', label: 'bare Koa req/s', read: cell(BASELINE, 'req/s'), higherIsBetter: true },
   { key: 'evaluateRps', label: 'evaluate req/s', read: cell(FULL, 'req/s'), higherIsBetter: true },
+  { key: 'evaluateRatio', label: 'evaluateRatio', read: (run: RunOutput) => (run.summary.evaluateRatio as number | null | undefined) ?? undefined, higherIsBetter: true },
   { key: 'evaluateCpuUs', label: 'evaluate CPU µs/answer', read: cell(FULL, 'server CPU µs/req'), higherIsBetter: false },
   { key: 'evaluateSwitches', label: 'evaluate switches/answer', read: cell(FULL, 'switches/req'), higherIsBetter: false },
   { key: 'evaluateCoreWaitUs', label: 'evaluate core wait µs/answer', read: cell(FULL, 'core wait µs/req'), higherIsBetter: false },

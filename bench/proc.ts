@@ -14,6 +14,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The node flags `npm start` runs the service with: its script (package.json) between `node` and
+ * the file it starts.
+ */
+export function startFlags(startScript: string): string[] {
+  const words = startScript.trim().split(/\s+/);
+  if (words[0] !== 'node' || words.length < 2) throw new Error(`the start script is not "node [flags] file": ${startScript}`);
+  return words.slice(1, -1);
+}
+
 export interface Child {
   proc: ChildProcess;
   pid: number;

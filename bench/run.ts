@@ -8,7 +8,7 @@ import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, r
 import { paced } from './paced.js';
 import { ANSWERS_CSV_HEADER, answersCsv, describeEpisodes, describeOverTarget, describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
-import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineSeconds, rssMb, startNode, threadCounters, waitReady, writtenBytes, type Child } from './proc.js';
+import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineSeconds, rssMb, startFlags, startNode, threadCounters, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures, type Scrape } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 import { describeThreads, threadSplit, type ThreadSplit } from './threads.js';
@@ -68,6 +68,15 @@ const cfg = {
   answersFile: process.env.BENCH_ANSWERS || undefined,
   /** Extra node flags for the TPS process, e.g. "--cpu-prof --cpu-prof-dir=prof". */
   nodeArgs: (process.env.BENCH_NODE_ARGS || '').split(/\s+/).filter(Boolean),
+  /**
+   * Node flags for the baseline and TPS alike: those `npm start` runs the service with unless
+   * BENCH_START_FLAGS says otherwise (set empty for none), so the ratio compares the service, not
+   * a runtime flag.
+   */
+  startFlags:
+    process.env.BENCH_START_FLAGS !== undefined
+      ? process.env.BENCH_START_FLAGS.split(/\s+/).filter(Boolean)
+      : startFlags((JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start),
 };
 
 /** A point of the load curve (g); floorP99Ms is the bare route's p99 at its rate, when (e) ran. */
@@ -295,7 +304,7 @@ const BASELINE_KEY = 'svc_sec_baseline';
 /** Starts the bare Koa baseline in its own process, warms it up, runs `measure` on it and stops it. */
 async function withBaseline<T>(measure: (pid: number, port: number, url: string) => Promise<T>): Promise<T> {
   const port = await freePort();
-  const baseline = startNode(['--import', 'tsx', path.join(ROOT, 'bench/baseline.ts')], { NODE_ENV: 'production', PORT: String(port) }, cfg.nice);
+  const baseline = startNode([...cfg.startFlags, '--import', 'tsx', path.join(ROOT, 'bench/baseline.ts')], { NODE_ENV: 'production', PORT: String(port) }, cfg.nice);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitListening(url, baseline);
@@ -349,7 +358,7 @@ async function main(): Promise<void> {
   if (cfg.nice !== undefined) os.setPriority(cfg.nice);
   if (cfg.answersFile) fs.writeFileSync(cfg.answersFile, `${ANSWERS_CSV_HEADER}\n`);
   log(
-    `TPS benchmark: ${cfg.seconds} s per phase, ${cfg.connections} connections, ${cfg.workers} worker(s), store ${cfg.databaseUrl ? 'postgres' : 'sqlite'}${cfg.redisUrl ? ', state in Redis' : ''}; ` +
+    `TPS benchmark: ${cfg.seconds} s per phase, ${cfg.connections} connections, ${cfg.workers} worker(s), store ${cfg.databaseUrl ? 'postgres' : 'sqlite'}${cfg.redisUrl ? ', state in Redis' : ''}, node flags ${cfg.startFlags.join(' ') || 'none'}; ` +
       `${os.cpus().length} cores${cfg.nice !== undefined ? `, nice ${cfg.nice}` : ''}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
   );
 
@@ -361,7 +370,7 @@ async function main(): Promise<void> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const redisPrefix = `tps-bench:${crypto.randomBytes(4).toString('hex')}:`;
-  const server = startNode([...cfg.nodeArgs, SERVER], {
+  const server = startNode([...cfg.startFlags, ...cfg.nodeArgs, SERVER], {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
     DATABASE_URL: store.url,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { KEEPS_SCHEDSTAT } from '../../bench/proc.js';
+import { KEEPS_SCHEDSTAT, startFlags } from '../../bench/proc.js';
 import { readRun } from '../../bench/table.js';
 import type { ThreadSplit } from '../../bench/threads.js';
 import { runScript } from '../helpers/script.js';
@@ -43,6 +43,9 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   // The default with SQLite: evaluate in the evaluation thread, as the server itself reports.
   t.is((summary as Record<string, unknown>).evaluateThread, true);
   t.true(stderr.includes('evaluate in the evaluation thread'), stderr);
+  // The baseline and TPS run with the node flags of `npm start` (package.json's script).
+  const start = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  t.true(stderr.includes(`, node flags ${startFlags(start).join(' ') || 'none'};`), stderr);
 
   for (const phase of ['baseline (bare Koa)', 'evaluate (mix, max rate)', 'ingest (max rate)']) {
     const cells = row(phase);
@@ -186,4 +189,10 @@ test('the benchmark refuses a load curve it cannot run, naming the variable', as
     t.not(code, 0, curve);
     t.true(stderr.includes(`BENCH_CURVE takes whole percents from 1 to 100, separated by commas, got "${curve}"`), stderr);
   }
+});
+
+test('the node flags of npm start are those between node and the file its script starts', (t) => {
+  t.deepEqual(startFlags('node --use-largepages=silent dist/src/server.js'), ['--use-largepages=silent']);
+  t.deepEqual(startFlags('node  dist/src/server.js '), []);
+  t.throws(() => startFlags('tsx src/server.ts'), { message: /not "node \[flags\] file"/ });
 });

@@ -15,7 +15,7 @@ test('bench:compare runs A and B alternately with their own settings and reports
     BENCH_B_ENV: 'TPS_EVALUATE_THREAD=false',
     BENCH_NODE_ARGS: '--import tsx',
     BENCH_PAIRS: '1',
-    BENCH_PHASES: 'evaluate,ingest,half',
+    BENCH_PHASES: 'baseline,evaluate,ingest,half',
     BENCH_SECONDS: '1',
     BENCH_WARMUP_SECONDS: '1',
     BENCH_CONNECTIONS: '4',
@@ -38,7 +38,9 @@ test('bench:compare runs A and B alternately with their own settings and reports
   t.true(summary.pacedRate > 0);
   // The core waits come from schedstat, which a kernel may not keep.
   t.deepEqual(Object.keys(summary.metrics), [
+    'baselineRps',
     'evaluateRps',
+    'evaluateRatio',
     'evaluateCpuUs',
     'evaluateSwitches',
     ...(KEEPS_SCHEDSTAT ? ['evaluateCoreWaitUs'] : []),
