@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 
 /** A port the OS says is free right now. */
 export async function freePort(): Promise<number> {
@@ -22,6 +23,12 @@ export function startFlags(startScript: string): string[] {
   const words = startScript.trim().split(/\s+/);
   if (words[0] !== 'node' || words.length < 2) throw new Error(`the start script is not "node [flags] file": ${startScript}`);
   return words.slice(1, -1);
+}
+
+/** The node flags of `npm start` in the checkout at `root`. */
+export function npmStartFlags(root: string): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  return startFlags(pkg.scripts.start);
 }
 
 export interface Child {

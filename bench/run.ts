@@ -8,7 +8,7 @@ import { CASES, EXPECTED_SHARE, evaluateRequests, ingestRequests, jsonHeaders, r
 import { paced } from './paced.js';
 import { ANSWERS_CSV_HEADER, answersCsv, describeEpisodes, describeOverTarget, describeSplit, nearestRank, phaseSplit, type PhaseSplit } from './split.js';
 import { diskFloor } from './diskFloor.js';
-import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineSeconds, rssMb, startFlags, startNode, threadCounters, waitReady, writtenBytes, type Child } from './proc.js';
+import { contextSwitches, coreWaitSeconds, cpuSeconds, freePort, machineSeconds, rssMb, npmStartFlags, startNode, threadCounters, waitReady, writtenBytes, type Child } from './proc.js';
 import { phaseFigures, scrape, type PhaseFigures, type Scrape } from './serverMetrics.js';
 import { prepareStore } from './store.js';
 import { describeThreads, threadSplit, type ThreadSplit } from './threads.js';
@@ -76,7 +76,7 @@ const cfg = {
   startFlags:
     process.env.BENCH_START_FLAGS !== undefined
       ? process.env.BENCH_START_FLAGS.split(/\s+/).filter(Boolean)
-      : startFlags((JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start),
+      : npmStartFlags(ROOT),
 };
 
 /** A point of the load curve (g); floorP99Ms is the bare route's p99 at its rate, when (e) ran. */

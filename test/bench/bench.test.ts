@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { KEEPS_SCHEDSTAT, startFlags } from '../../bench/proc.js';
+import { KEEPS_SCHEDSTAT, npmStartFlags, startFlags } from '../../bench/proc.js';
 import { readRun } from '../../bench/table.js';
 import type { ThreadSplit } from '../../bench/threads.js';
 import { runScript } from '../helpers/script.js';
@@ -44,8 +44,7 @@ test('the benchmark prints every phase, the floors under the 50% row, and the JS
   t.is((summary as Record<string, unknown>).evaluateThread, true);
   t.true(stderr.includes('evaluate in the evaluation thread'), stderr);
   // The baseline and TPS run with the node flags of `npm start` (package.json's script).
-  const start = (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  t.true(stderr.includes(`, node flags ${startFlags(start).join(' ') || 'none'};`), stderr);
+  t.true(stderr.includes(`, node flags ${npmStartFlags(REPO_ROOT).join(' ') || 'none'};`), stderr);
 
   for (const phase of ['baseline (bare Koa)', 'evaluate (mix, max rate)', 'ingest (max rate)']) {
     const cells = row(phase);

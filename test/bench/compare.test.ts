@@ -1,6 +1,6 @@
 import path from 'node:path';
 import test from 'ava';
-import { KEEPS_SCHEDSTAT } from '../../bench/proc.js';
+import { KEEPS_SCHEDSTAT, npmStartFlags } from '../../bench/proc.js';
 import { runScript } from '../helpers/script.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
@@ -12,7 +12,8 @@ test('bench:compare runs A and B alternately with their own settings and reports
   const { code, stdout, stderr } = await runScript('bench/compare.ts', {
     BENCH_A_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
     BENCH_B_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
-    BENCH_B_ENV: 'TPS_EVALUATE_THREAD=false',
+    // B's node flags reach its baseline and TPS alike (`silent`: without large pages to be had, node goes on as usual).
+    BENCH_B_ENV: 'TPS_EVALUATE_THREAD=false BENCH_START_FLAGS=--use-largepages=silent',
     BENCH_NODE_ARGS: '--import tsx',
     BENCH_PAIRS: '1',
     BENCH_PHASES: 'baseline,evaluate,ingest,half',
@@ -27,6 +28,8 @@ test('bench:compare runs A and B alternately with their own settings and reports
 
   // Each run's header says where evaluate ran: A with auto (SQLite, so the thread), B in the HTTP thread.
   t.deepEqual(stderr.match(/evaluate in the (evaluation|HTTP) thread/g), ['evaluate in the evaluation thread', 'evaluate in the HTTP thread']);
+  // A with `npm start`'s node flags, B with its own.
+  t.deepEqual(stderr.match(/node flags [^;]+;/g), [`node flags ${npmStartFlags(REPO_ROOT).join(' ') || 'none'};`, 'node flags --use-largepages=silent;']);
   const summary = JSON.parse(stdout.trimEnd().split('\n').at(-1)!) as {
     pairs: number;
     b: string;
@@ -34,7 +37,7 @@ test('bench:compare runs A and B alternately with their own settings and reports
     metrics: Record<string, { a: number[]; b: number[]; ratios: number[]; medianRatio: number; bBetterIn: number }>;
   };
   t.is(summary.pairs, 1);
-  t.true(summary.b.endsWith('TPS_EVALUATE_THREAD=false'), summary.b);
+  t.true(summary.b.endsWith('TPS_EVALUATE_THREAD=false BENCH_START_FLAGS=--use-largepages=silent'), summary.b);
   t.true(summary.pacedRate > 0);
   // The core waits come from schedstat, which a kernel may not keep.
   t.deepEqual(Object.keys(summary.metrics), [
