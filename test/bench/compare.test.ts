@@ -12,7 +12,7 @@ test('bench:compare runs A and B alternately with their own settings and reports
   const { code, stdout, stderr } = await runScript('bench/compare.ts', {
     BENCH_A_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
     BENCH_B_SERVER: path.join(REPO_ROOT, 'src/server.ts'),
-    // B's node flags reach its baseline and TPS alike (`silent`: without large pages to be had, node goes on as usual).
+    // B's own node flags (BENCH_START_FLAGS), which its run names; `silent`: without large pages to be had, node goes on as usual.
     BENCH_B_ENV: 'TPS_EVALUATE_THREAD=false BENCH_START_FLAGS=--use-largepages=silent',
     BENCH_NODE_ARGS: '--import tsx',
     BENCH_PAIRS: '1',
