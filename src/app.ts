@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Registry } from 'prom-client';
@@ -138,8 +139,10 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     let evaluationThread: EvaluationThread | undefined;
     let evaluations: EvaluationRunner;
     // auto: with SQLite the HTTP thread is the limit and the store needs no other process's CPU;
-    // with PostgreSQL on a small shared machine, a second busy thread took the backend's (README).
-    const threaded = settings.evaluateThread === 'auto' ? db.dialect === 'sqlite' : settings.evaluateThread === 'true';
+    // with PostgreSQL on a small shared machine, a second busy thread took the backend's. On one
+    // CPU the thread has no core to run beside and only adds hand-offs (README).
+    const threaded =
+      settings.evaluateThread === 'auto' ? db.dialect === 'sqlite' && availableParallelism() > 1 : settings.evaluateThread === 'true';
     if (threaded && !options.advisor) {
       const source = config.current().source;
       const thread = new EvaluationThread(

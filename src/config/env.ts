@@ -20,7 +20,7 @@ export interface Settings {
   keyRateLimitPerMinute: number;
   keyCacheMs: number;
   workers: number;
-  /** Evaluate in a thread of its own (TPS_EVALUATE_THREAD, src/evaluate/thread.ts); auto: with SQLite only. */
+  /** Evaluate in a thread of its own (TPS_EVALUATE_THREAD, src/evaluate/thread.ts); auto: with SQLite on more than one CPU. */
   evaluateThread: 'auto' | 'true' | 'false';
   commitMaxBatch: number;
   commitMaxDelayMs: number;

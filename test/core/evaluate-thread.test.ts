@@ -1,11 +1,14 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import test from 'ava';
 import { parseMetrics } from '../../bench/serverMetrics.js';
 import type { EvaluateResponse } from '../../src/api/types.js';
 import type { Advisor } from '../../src/ai/advisor.js';
 import { EvaluationThread, restartDelayMs, THREAD_NAME } from '../../src/evaluate/thread.js';
+import { generateKey } from '../../src/auth/keys.js';
 import { tempConfig } from '../helpers/config.js';
-import { capturedLogs, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
+import { runningServer } from '../helpers/script.js';
+import { capturedLogs, freshDatabase, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
 // POST /api/evaluate runs in the evaluation thread (src/evaluate/thread.ts) or in the HTTP thread
@@ -117,6 +120,8 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
   const sqlite = await startTps({ store: 'sqlite' });
   const postgres = await startTps({ store: 'postgres' });
   try {
+    // On one CPU auto keeps SQLite in the HTTP thread too: the test below starts a server so.
+    t.true(os.availableParallelism() > 1, 'this test needs a machine with more than one CPU');
     t.truthy(sqlite.tps.evaluationThread);
     t.falsy(postgres.tps.evaluationThread);
     t.truthy(postgres.tps.evaluator);
@@ -131,6 +136,27 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
     await postgres.close();
   }
 });
+
+// The server started allowed one CPU (taskset), as in a container given one: auto evaluates in the
+// HTTP thread even with SQLite, and says so in its log and on /metrics; `true` still starts the thread.
+for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
+  test(`on one CPU, TPS_EVALUATE_THREAD=${setting} with SQLite evaluates ${expected ? 'in the thread' : 'in the HTTP thread'}`, async (t) => {
+    const db = freshDatabase('sqlite');
+    const secretKey = generateKey('secret');
+    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_EVALUATE_THREAD: setting }, '0');
+    try {
+      const url = `http://127.0.0.1:${server.port}`;
+      t.regex(server.stdout, new RegExp(`"evaluationThread":${expected}[^\\n]*"msg":"TPS listening"`));
+      t.regex((await get(`${url}/metrics`)).body as string, new RegExp(`^tps_evaluation_thread ${expected ? 1 : 0}$`, 'm'));
+      const res = await post(`${url}/api/evaluate`, samples.createCustomer(), secretKey);
+      t.is(res.status, 200);
+      t.is((res.body as EvaluateResponse).decision, 'allow');
+    } finally {
+      await server.stop();
+      await db.drop();
+    }
+  });
+}
 
 // tps_evaluation_thread_failures_total, read from /metrics as the benchmark reads a scrape.
 const threadFailures = async (tps: RunningTps) => parseMetrics((await get(`${tps.url}/metrics`)).body as string).get('tps_evaluation_thread_failures_total');

@@ -12,9 +12,15 @@ export function runScript(file: string, env: Record<string, string> = {}, args: 
   return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-/** The script started with tsx from the repository's root, its output piped, for a test that must handle the child itself. */
-export function spawnScript(file: string, args: readonly string[] = [], env: Record<string, string> = {}): ChildProcessByStdio<null, Readable, Readable> {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, file), ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * The script started with tsx from the repository's root, its output piped, for a test that must
+ * handle the child itself. `cpus` (taskset's list, e.g. "0") starts it allowed only those CPUs.
+ */
+export function spawnScript(file: string, args: readonly string[] = [], env: Record<string, string> = {}, cpus?: string): ChildProcessByStdio<null, Readable, Readable> {
+  const command = [process.execPath, '--import', 'tsx', path.join(REPO_ROOT, file), ...args];
+  // taskset sets the affinity and then execs node, so the child's pid and signals are node's.
+  const [program, ...rest] = cpus === undefined ? command : ['taskset', '-c', cpus, ...command];
+  return spawn(program!, rest, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** The real server as `npm start` runs it (src/server.ts), in a process of its own on loopback. */
@@ -48,8 +54,8 @@ const urlBeside = (msg: string) => new RegExp(`"url":"(http:[^"]+)"[^\\n]*"msg":
  * resolves once it listens, or once it has exited. The port is the one it logs: a port picked
  * here could be taken by then (most likely what failed a CI run once).
  */
-export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
+export async function startServer(env: Record<string, string>, cpus?: string): Promise<ServerProcess> {
+  const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, cpus);
   let [stdout, stderr] = ['', ''];
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -99,8 +105,8 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
 }
 
 /** startServer for a test that needs it running: a start-up that ended is an error carrying what it printed. */
-export async function runningServer(env: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServer(env);
+export async function runningServer(env: Record<string, string>, cpus?: string): Promise<ServerProcess> {
+  const server = await startServer(env, cpus);
   if (server.code !== null) throw new Error(`the server exited with ${server.code} before listening:\n${server.stderr}${server.stdout}`);
   return server;
 }
