@@ -104,7 +104,7 @@ test('concurrent evaluations in the thread each get their own answer and event',
 
 // Linux names every thread "node"; the benchmark's split by thread (bench/threads.ts) finds the
 // evaluation thread by the name it gives itself.
-const threadNames = () => fs.readdirSync('/proc/self/task').map((tid) => fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim());
+const threadNames = (pid: number | 'self' = 'self') => fs.readdirSync(`/proc/${pid}/task`).map((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim());
 
 test('the evaluation thread names itself, so that top -H and the benchmark tell it apart', async (t) => {
   const tps = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });
@@ -146,6 +146,9 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
     const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_EVALUATE_THREAD: setting }, '0');
     try {
       const url = `http://127.0.0.1:${server.port}`;
+      // The process itself, not only what it reports: allowed CPU 0 alone, and a tps-eval thread or none.
+      t.regex(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'), /^Cpus_allowed_list:\s*0$/m);
+      t.is(threadNames(server.pid).includes(THREAD_NAME), expected, threadNames(server.pid).join(' '));
       t.regex(server.stdout, new RegExp(`"evaluationThread":${expected}[^\\n]*"msg":"TPS listening"`));
       t.regex((await get(`${url}/metrics`)).body as string, new RegExp(`^tps_evaluation_thread ${expected ? 1 : 0}$`, 'm'));
       const res = await post(`${url}/api/evaluate`, samples.createCustomer(), secretKey);

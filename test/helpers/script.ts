@@ -17,10 +17,11 @@ export function runScript(file: string, env: Record<string, string> = {}, args: 
  * handle the child itself. `cpus` (taskset's list, e.g. "0") starts it allowed only those CPUs.
  */
 export function spawnScript(file: string, args: readonly string[] = [], env: Record<string, string> = {}, cpus?: string): ChildProcessByStdio<null, Readable, Readable> {
-  const command = [process.execPath, '--import', 'tsx', path.join(REPO_ROOT, file), ...args];
+  const nodeArgs = ['--import', 'tsx', path.join(REPO_ROOT, file), ...args];
+  const options = { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
+  if (cpus === undefined) return spawn(process.execPath, nodeArgs, options);
   // taskset sets the affinity and then execs node, so the child's pid and signals are node's.
-  const [program, ...rest] = cpus === undefined ? command : ['taskset', '-c', cpus, ...command];
-  return spawn(program!, rest, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn('taskset', ['-c', cpus, process.execPath, ...nodeArgs], options);
 }
 
 /** The real server as `npm start` runs it (src/server.ts), in a process of its own on loopback. */
