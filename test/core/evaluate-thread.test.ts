@@ -148,7 +148,8 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
       const url = `http://127.0.0.1:${server.port}`;
       // The process itself, not only what it reports: allowed CPU 0 alone, and a tps-eval thread or none.
       t.regex(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'), /^Cpus_allowed_list:\s*0$/m);
-      t.is(threadNames(server.pid).includes(THREAD_NAME), expected, threadNames(server.pid).join(' '));
+      const names = threadNames(server.pid);
+      t.is(names.includes(THREAD_NAME), expected, names.join(' '));
       t.regex(server.stdout, new RegExp(`"evaluationThread":${expected}[^\\n]*"msg":"TPS listening"`));
       t.regex((await get(`${url}/metrics`)).body as string, new RegExp(`^tps_evaluation_thread ${expected ? 1 : 0}$`, 'm'));
       const res = await post(`${url}/api/evaluate`, samples.createCustomer(), secretKey);
