@@ -7,6 +7,10 @@ import { ANSWERS_CSV_HEADER, answersCsv, phaseSplit } from '../../bench/split.js
 // The paced driver against a real HTTP server: what it counts as queueing behind the server (every
 // connection waiting for an answer) against its own lateness, so that a phase's split does not
 // blame the driver for the server's backlog.
+//
+// Driver and server share this process, so the tests run one at a time: each is timed alone, not
+// against its neighbours' timers. Other test files still load the machine (CI once stalled this
+// process for 0.9 s), so every delay a test relies on is well past such a stall.
 
 const TIMING = 'evaluate;dur=0.1, commit;dur=0.1, total;dur=0.2';
 
@@ -41,7 +45,7 @@ const request = Buffer.from('POST / HTTP/1.1\r\nhost: x\r\ncontent-type: applica
 /** n keep-alive connections, each sending `request`. */
 const connections = (n: number) => Array.from({ length: n }, () => [request]);
 
-test('a request that waits for a free connection is counted as queued, apart from the driver being late', async (t) => {
+test.serial('a request that waits for a free connection is counted as queued, apart from the driver being late', async (t) => {
   // One connection, answers taking 40 ms, a request due every 10 ms: three of four wait for the connection.
   const slow = await server(40);
   t.teardown(() => slow.close());
@@ -51,26 +55,27 @@ test('a request that waits for a free connection is counted as queued, apart fro
   // The backlog grows by 30 ms per request: the queue is most of each answer's latency.
   t.true(split.all.queued > 100, JSON.stringify(split.all));
   t.true(split.all.queued <= split.all.driver + 0.01, JSON.stringify(split.all));
-  // What is not queueing is the driver's timer: small, against a backlog of seconds.
-  t.true(split.all.driver - split.all.queued < 5, JSON.stringify(split.all));
+  // What is not queueing is the driver's timer: small against a backlog of seconds (on a loaded CI
+  // machine its mean was 8.8 ms against 2,058 ms queued).
+  t.true(split.all.driver - split.all.queued < Math.max(5, split.all.queued / 100), JSON.stringify(split.all));
 });
 
-test('with a connection free for every request, nothing is queued', async (t) => {
+test.serial('with a connection free for every request, nothing is queued', async (t) => {
   const fast = await server(0);
   t.teardown(() => fast.close());
-  // 32 connections for 100 requests a second: one is free for every request even when a loaded test
-  // machine (the benchmark's own test runs beside this one) takes 300 ms to answer.
-  const result = await paced(fast.port, connections(32), 100, 1);
+  // 128 connections for 100 requests a second: one is free for every request even when a loaded
+  // test machine stalls this process (driver and server) for a second.
+  const result = await paced(fast.port, connections(128), 100, 1);
   t.is(result.ok, 100);
   const split = phaseSplit(result.latencies, result.parts)!;
   t.true(split.all.queued < 0.05, JSON.stringify(split.all));
   t.true(split.all.driver >= split.all.queued, JSON.stringify(split.all));
 });
 
-test('a stall that holds every answer behind it is one episode of the slowest 1%', async (t) => {
-  // Requests arriving 300–700 ms in are all answered at 700 ms: ~200 late answers, due one after
-  // another, the slowest far later than a loaded test machine's hiccups (up to ~200 ms seen).
-  const stalling = await unevenServer((_, since) => (since >= 300 && since < 700 ? 700 - since : 0));
+test.serial('a stall that holds every answer behind it is one episode of the slowest 1%', async (t) => {
+  // Requests arriving 300–700 ms in are all answered at 2,700 ms: ~200 late answers, due one after
+  // another, the slowest held 2 s or more, far longer than a loaded test machine's stalls (0.9 s seen).
+  const stalling = await unevenServer((_, since) => (since >= 300 && since < 700 ? 2700 - since : 0));
   t.teardown(() => stalling.close());
   const result = await paced(stalling.port, connections(64), 500, 1);
   t.is(result.ok, 500);
@@ -80,15 +85,15 @@ test('a stall that holds every answer behind it is one episode of the slowest 1%
   // Within the stall: its first answers are the slowest unless the loaded machine held a later
   // one longer (CI once saw the 1% due at 408 ms, answered 425 ms later).
   t.true(split.episodes.largest.atMs >= 250 && split.episodes.largest.atMs < 700, JSON.stringify(split.episodes));
-  t.true(split.episodes.largest.maxMs >= 300, JSON.stringify(split.episodes));
+  t.true(split.episodes.largest.maxMs >= 2000, JSON.stringify(split.episodes));
 });
 
-test('answers late each on their own are as many episodes as answers', async (t) => {
-  // Every 50th request (one each 100 ms at 500/s) waits 400 ms, longer than a loaded test machine's
-  // hiccups; the rest are answered at once. Up to four are held at a time, on 16 connections.
-  const spread = await unevenServer((i) => (i % 50 === 25 ? 400 : 0));
+test.serial('answers late each on their own are as many episodes as answers', async (t) => {
+  // Every 50th request (one each 100 ms at 500/s) waits 2.5 s, longer than a loaded test machine's
+  // stalls; the rest are answered at once. All ten may be held at once, on 64 connections.
+  const spread = await unevenServer((i) => (i % 50 === 25 ? 2500 : 0));
   t.teardown(() => spread.close());
-  const result = await paced(spread.port, connections(16), 500, 1);
+  const result = await paced(spread.port, connections(64), 500, 1);
   t.is(result.ok, 500);
   const split = phaseSplit(result.latencies, result.parts)!;
   t.true(split.slowest.answers >= 5, JSON.stringify(split.slowest));
@@ -96,7 +101,7 @@ test('answers late each on their own are as many episodes as answers', async (t)
   t.is(split.episodes.largest.answers, 1);
 });
 
-test('the answers over the target: how many, and how many of them waited beside a bulk checkpoint', async (t) => {
+test.serial('the answers over the target: how many, and how many of them waited beside a bulk checkpoint', async (t) => {
   // Every tenth request waits 30 ms, six times the target and long past a loaded machine's usual
   // jitter, and its commit ran beside a bulk; the rest are answered at once, with no bulk.
   const late = (i: number) => i % 10 === 5;
@@ -109,9 +114,10 @@ test('the answers over the target: how many, and how many of them waited beside 
   t.is(result.ok, 500);
   const { overTarget } = phaseSplit(result.latencies, result.parts)!;
   t.is(overTarget.ms, 5);
-  // The 50 held answers at least; others only where a loaded test machine stalled the driver (up to
-  // a third of them seen beside the benchmark's own test), never all.
-  t.true(overTarget.answers >= 50 && overTarget.answers < 500, JSON.stringify(overTarget));
+  // The 50 held answers at least, and others only where a loaded test machine stalled this process
+  // (CI once held all 500): exactly the answers whose latency is over the target.
+  t.true(overTarget.answers >= 50, JSON.stringify(overTarget));
+  t.is(overTarget.answers, result.latencies.filter((ms) => ms > overTarget.ms).length);
   t.is(overTarget.percent, Math.round((1000 * overTarget.answers) / 500) / 10);
   // A tenth of all answers ran beside a bulk, and every held one did.
   t.is(overTarget.besideBulk!.all, 10);
@@ -123,7 +129,7 @@ test('the answers over the target: how many, and how many of them waited beside 
   t.is(phaseSplit(quiet.latencies, quiet.parts)!.overTarget.besideBulk, undefined);
 });
 
-test('BENCH_ANSWERS: one CSV line per answer, with when it was due and its parts', async (t) => {
+test.serial('BENCH_ANSWERS: one CSV line per answer, with when it was due and its parts', async (t) => {
   const fast = await server(0);
   t.teardown(() => fast.close());
   const started = Date.now();
