@@ -82,8 +82,8 @@ test.serial('a stall that holds every answer behind it is one episode of the slo
   const split = phaseSplit(result.latencies, result.parts)!;
   t.is(split.episodes.count, 1, JSON.stringify(split.episodes));
   t.is(split.episodes.largest.answers, split.slowest.answers);
-  // Within the stall: its first answers are the slowest unless the loaded machine held a later
-  // one longer (CI once saw the 1% due at 408 ms, answered 425 ms later).
+  // Within the stall, whose first answers are held longest; a range, since a loaded machine's
+  // stall can shift which of them are the slowest 1%.
   t.true(split.episodes.largest.atMs >= 250 && split.episodes.largest.atMs < 700, JSON.stringify(split.episodes));
   t.true(split.episodes.largest.maxMs >= 2000, JSON.stringify(split.episodes));
 });
