@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { AwaitingReplies } from '../lib/awaitingReplies.js';
 
 /**
  * A worker's requests to its primary over node:cluster's channel, each matched to its reply by id
@@ -9,26 +10,22 @@ export function primaryRequests<Reply extends { id: number }>(
   isReply: (m: unknown) => m is Reply,
   gone: (why: string) => Error,
 ): (request: (id: number) => object) => Promise<Reply> {
-  const pending = new Map<number, { resolve: (reply: Reply) => void; reject: (err: Error) => void }>();
+  const pending = new AwaitingReplies<{ resolve: (reply: Reply) => void; reject: (err: Error) => void }>();
   let nextId = 0;
   process.on('message', (m: unknown) => {
     if (!isReply(m)) return;
-    const p = pending.get(m.id);
-    if (!p) return;
-    pending.delete(m.id);
-    p.resolve(m);
+    pending.take(m.id)?.resolve(m);
   });
   process.on('disconnect', () => {
-    for (const p of pending.values()) p.reject(gone('the primary is gone'));
-    pending.clear();
+    for (const p of pending.takeAll()) p.reject(gone('the primary is gone'));
   });
   return (request) =>
     new Promise<Reply>((resolve, reject) => {
       if (!process.connected) return reject(gone('the primary is gone'));
       const id = nextId++;
-      pending.set(id, { resolve, reject });
+      pending.add(id, { resolve, reject });
       process.send!(request(id), undefined, undefined, (err) => {
-        if (err && pending.delete(id)) reject(gone(`the request could not be sent to the primary: ${err.message}`));
+        if (err && pending.take(id)) reject(gone(`the request could not be sent to the primary: ${err.message}`));
       });
     });
 }

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { AiAssessment, ErrorCode, ErrorDetail } from '../api/types.js';
 import { ApiError } from '../api/errors.js';
+import { AwaitingReplies } from '../lib/awaitingReplies.js';
 import type { Advisor } from '../ai/advisor.js';
 import type { AdvisoryView, AiSettings } from '../ai/types.js';
 import type { LoadedConfig } from '../policy/load.js';
@@ -95,7 +96,7 @@ export class EvaluationThread {
   /** Undefined between a thread's end and its successor's start. */
   private worker: Worker | undefined;
   /** `evaluation`: an answer the reply-group metric counts (a reload's or a close's reply is not). */
-  private readonly pending = new Map<number, { resolve: (m: Reply) => void; reject: (err: Error) => void; evaluation: boolean }>();
+  private readonly pending = new AwaitingReplies<{ resolve: (m: Reply) => void; reject: (err: Error) => void; evaluation: boolean }>();
   private nextId = 0;
   private closing = false;
   /** Threads in a row that died before being ready for YOUNG_DEATH_MS. */
@@ -155,8 +156,7 @@ export class EvaluationThread {
         const gone = thrown ?? new Error(`the evaluation thread stopped (exit code ${code})`);
         reject(gone);
         this.worker = undefined;
-        for (const p of this.pending.values()) p.reject(gone);
-        this.pending.clear();
+        for (const p of this.pending.takeAll()) p.reject(gone);
         if (this.closing || !this.everReady) return;
         this.mend(gone, readyAt === undefined || Date.now() - readyAt < YOUNG_DEATH_MS);
       });
@@ -184,9 +184,7 @@ export class EvaluationThread {
   }
 
   private settle(reply: Reply): void {
-    const waiting = this.pending.get(reply.id);
-    this.pending.delete(reply.id);
-    waiting?.resolve(reply);
+    this.pending.take(reply.id)?.resolve(reply);
   }
 
   private send(message: ToThread): Promise<Reply> {
@@ -197,7 +195,7 @@ export class EvaluationThread {
       return Promise.reject(new ApiError('evaluation_unavailable', `the evaluation thread is starting again; retry in ${seconds} s`, undefined, { 'retry-after': seconds }));
     }
     return new Promise((resolve, reject) => {
-      this.pending.set(message.id, { resolve, reject, evaluation: message.type === 'evaluate' });
+      this.pending.add(message.id, { resolve, reject, evaluation: message.type === 'evaluate' });
       worker.postMessage(message);
     });
   }
