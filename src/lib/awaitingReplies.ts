@@ -6,7 +6,7 @@
  * over and over; once one of its tables is in the old generation (as after any busy spell), that
  * dead table keeps its successor alive through the next scavenges, the successor its own, and so
  * on: every request's waiter, with the request's objects it holds, is promoted and left for a
- * major GC. After the benchmark's ingest phase this promoted ~0.8 MB/s in the HTTP thread at half
+ * major GC. After the benchmark's ingest phase this promoted ~1.2 MB/s in the HTTP thread at half
  * load (bench/ROUNDS.md, fifty-second round). A null-prototype object keeps integer keys in a
  * dictionary whose old tables link to nothing.
  */
