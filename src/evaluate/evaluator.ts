@@ -79,7 +79,8 @@ export class Evaluator {
 
     const velocity = policy.serviceWindow && !retrying ? { serviceCount: await this.countVelocity(environment, req, policy, nowMs) } : {};
     // Object.assign, not a spread: V8 promoted each spread copy of the facts (~500 B an evaluation)
-    // out of the young generation, dead, for a major GC to collect (bench/ROUNDS.md, 52nd round).
+    // out of the young generation, dead, for a major GC to collect (bench/ROUNDS.md, fifty-second
+    // round; test/unit/promotion.test.ts).
     const run = await runPolicy(policy, Object.assign({} as PolicyFacts, facts, { velocity, risk: { score, band, base: risk.score } }));
     const decided = decide({ score, band, riskReasons: risk.reasons, fired: run.fired, challenge, stepUpChallenge: policy.stepUpChallenge });
     const monitored = operation.mode === 'monitor' || policy.mode === 'monitor' ? monitorOutcome(decided) : undefined;

@@ -1,11 +1,23 @@
 import v8 from 'node:v8';
+import { CASES } from '../../bench/mix.js';
+import { evaluateBody } from '../../src/evaluate/body.js';
+import { Evaluator } from '../../src/evaluate/evaluator.js';
+import { answerOf } from '../../src/evaluate/runner.js';
 import { AwaitingReplies } from '../../src/lib/awaitingReplies.js';
+import { loadCatalog } from '../../src/policy/catalog.js';
+import { MemoryChallengeStore } from '../../src/state/challenges.js';
+import { MemoryVelocityCounter } from '../../src/state/counters.js';
+import { prepareEvent } from '../../src/store/eventWrites.js';
+import { REPO_ROOT } from './tps.js';
 
 /**
- * Run with --expose-gc (test/unit/awaiting-replies.test.ts), in a process of its own so that
- * nothing else allocates: prints how many MB the old generation grew by while 4,000 requests of
- * ~8 KB each entered and left a table (`map` or `table`) whose storage was already old. None is
- * alive at any scavenge, so what grows was promoted dead.
+ * Run with --expose-gc (test/unit/promotion.test.ts), in a process of its own so that nothing else
+ * allocates: prints how many MB the old generation grew by while objects that were dead at every
+ * scavenge came and went, so what grew was promoted dead, for a major GC to collect.
+ * - `map` or `table`: 4,000 requests of ~8 KB each entered and left a waiting table whose storage
+ *   was already old: a Map, or AwaitingReplies.
+ * - `evaluations`: 10,000 evaluations of the benchmark's mix, each answered and its event
+ *   prepared as the evaluation thread does, one after the other, after as many to warm up.
  */
 declare const gc: (options?: { type: 'major' | 'minor' }) => void;
 const oldSpaceBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size;
@@ -15,26 +27,49 @@ interface Table {
   take(id: number): unknown;
 }
 
-const map = new Map<number, object>();
-const table: Table = process.argv[2] === 'map' ? { add: (id, w) => map.set(id, w), take: (id) => map.delete(id) } : new AwaitingReplies<object>();
-
-gc();
-// The table's storage reaches the old generation, as after any busy spell.
-table.add(-1, {});
-gc({ type: 'minor' });
-gc({ type: 'minor' });
-table.take(-1);
-const before = oldSpaceBytes();
-let id = 0;
-for (let round = 0; round < 200; round++) {
-  const ids: number[] = [];
-  for (let i = 0; i < 20; i++) {
-    ids.push(id);
-    table.add(id++, { request: new Array(1000).fill(round) });
+function throughTable(table: Table): number {
+  gc();
+  // The table's storage reaches the old generation, as after any busy spell.
+  table.add(-1, {});
+  gc({ type: 'minor' });
+  gc({ type: 'minor' });
+  table.take(-1);
+  const before = oldSpaceBytes();
+  let id = 0;
+  for (let round = 0; round < 200; round++) {
+    const ids: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      ids.push(id);
+      table.add(id++, { request: new Array(1000).fill(round) });
+    }
+    for (const each of ids) table.take(each);
+    if (round % 10 === 9) gc({ type: 'minor' });
   }
-  for (const each of ids) table.take(each);
-  if (round % 10 === 9) gc({ type: 'minor' });
+  gc({ type: 'minor' });
+  gc({ type: 'minor' });
+  return oldSpaceBytes() - before;
 }
-gc({ type: 'minor' });
-gc({ type: 'minor' });
-process.stdout.write(`${JSON.stringify({ promotedMb: (oldSpaceBytes() - before) / 1e6 })}\n`);
+
+async function throughEvaluations(n: number): Promise<number> {
+  const catalog = loadCatalog(REPO_ROOT);
+  const evaluator = new Evaluator({ catalog: () => catalog, counters: new MemoryVelocityCounter(), challenges: new MemoryChallengeStore(), challengeTtlMs: 600_000 });
+  const bodies = Array.from({ length: 700 }, (_, i) => JSON.stringify(CASES[i % CASES.length]!.body(Math.floor(i / CASES.length))));
+  const evaluate = async (i: number) => {
+    const { response, event } = await evaluateBody(evaluator, 'production', bodies[i % bodies.length]!);
+    return answerOf(response).json.length + prepareEvent(event).valuesJson.length;
+  };
+  for (let i = 0; i < n; i++) await evaluate(i);
+  gc();
+  const before = oldSpaceBytes();
+  for (let i = n; i < 2 * n; i++) await evaluate(i);
+  return oldSpaceBytes() - before;
+}
+
+const kind = process.argv[2];
+const bytes = kind === 'evaluations' ? await throughEvaluations(10_000) : throughTable(kind === 'map' ? mapTable() : new AwaitingReplies<object>());
+process.stdout.write(`${JSON.stringify({ promotedMb: bytes / 1e6 })}\n`);
+
+function mapTable(): Table {
+  const map = new Map<number, object>();
+  return { add: (id, w) => map.set(id, w), take: (id) => map.delete(id) };
+}
