@@ -14,6 +14,7 @@ import { localUrl, type Settings } from './config/env.js';
 import type { AdvisoryPort } from './evaluate/advisory.js';
 import { Evaluator } from './evaluate/evaluator.js';
 import { localRunner, threadRunner, type EvaluationRunner } from './evaluate/runner.js';
+import { evaluatesInThread } from './evaluate/placement.js';
 import { EvaluationThread } from './evaluate/thread.js';
 import { EventHub } from './events/hub.js';
 import { Ingestor } from './events/ingest.js';
@@ -138,11 +139,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     let evaluator: Evaluator | undefined;
     let evaluationThread: EvaluationThread | undefined;
     let evaluations: EvaluationRunner;
-    // auto: with SQLite the HTTP thread is the limit and the store needs no other process's CPU;
-    // with PostgreSQL on a small shared machine, a second busy thread took the backend's. On one
-    // CPU the thread has no core to run beside and only adds hand-offs (README).
-    const threaded =
-      settings.evaluateThread === 'auto' ? db.dialect === 'sqlite' && availableParallelism() > 1 : settings.evaluateThread === 'true';
+    const threaded = evaluatesInThread(settings.evaluateThread, { dialect: db.dialect, cpus: availableParallelism(), workers: settings.workers });
     if (threaded && !options.advisor) {
       const source = config.current().source;
       const thread = new EvaluationThread(

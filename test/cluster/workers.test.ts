@@ -7,7 +7,9 @@ import test from 'ava';
 import { Redis } from 'ioredis';
 import { parseMetrics, sumOf } from '../../bench/serverMetrics.js';
 import { generateKey } from '../../src/auth/keys.js';
+import { THREAD_NAME } from '../../src/evaluate/thread.js';
 import { openDatabase } from '../../src/store/db.js';
+import { samples } from '../core/evaluate-suite.js';
 import { runningServer, startServer } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
@@ -164,12 +166,17 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
     // No one process's start time: what tells the benchmark a scrape is the whole service's.
     t.notRegex(text, /^tps_process_start_time_seconds/m);
   }
-  // The primary's own metrics are in them too: with SQLite its catch-ups, the only ones (a bulk
-  // checkpoint runs every 100 ms, so the first catch-up may take a few).
+  // The primary's own metrics are in them too: with SQLite its catch-ups, the only ones. A catch-up
+  // needs the WAL to grow past TPS_SQLITE_WAL_MB between two bulk checkpoints (every 100 ms), and
+  // a writer that pauses lets a bulk start the WAL over instead: so bursts go on until one runs.
   const catchUps = async () => sumOf(parseMetrics(await getText(port, '/metrics')), 'tps_sqlite_checkpoint_seconds_count');
   if (store === 'sqlite') {
     let seen = 0;
-    for (let i = 0; i < 50 && (seen = await catchUps()) === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && (seen = await catchUps()) === 0; i++) {
+      const more = await Promise.all(Array.from({ length: 40 }, (_, j) => post(port, { operationKey: 'customer.create', actor: { id: `u${i}-${j}` }, resource: { type: 'customer', id: `c${j}` } }, secretKey)));
+      t.true(more.every((r) => r.status === 200));
+      evaluations += more.length;
+    }
     t.true(seen > 0);
   } else t.is(await catchUps(), 0);
 
@@ -188,3 +195,42 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
 
 test('TPS_WORKERS=2 with SQLite serves evaluate and ingest from two workers, the primary committing their events, and stops gracefully', servesFromTwoWorkers, 'sqlite');
 test('TPS_WORKERS=2 with PostgreSQL serves evaluate and ingest from two workers, each committing its own events, and stops gracefully', servesFromTwoWorkers, 'postgres');
+
+// Two workers allowed two CPUs (taskset), as a 2-vCPU machine runs them: with an evaluation thread
+// each they would be four busy threads on two cores, so auto evaluates in each worker's HTTP thread;
+// `true` still gives each worker its thread.
+for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
+  test(`TPS_WORKERS=2 on two CPUs with SQLite: TPS_EVALUATE_THREAD=${setting} evaluates ${expected ? 'in each worker\'s thread' : 'in each worker\'s HTTP thread'}`, async (t) => {
+    t.true(os.availableParallelism() >= 2, 'this test needs a machine with two CPUs or more');
+    const database = freshDatabase('sqlite');
+    const redisPrefix = `tps-test:${unique()}:`;
+    t.teardown(async () => {
+      await database.drop();
+      await dropRedisPrefix(redisPrefix);
+    });
+    const secretKey = generateKey('secret');
+    const server = await runningServer(
+      { TPS_WORKERS: '2', TPS_CONFIG_DIR: REPO_ROOT, DATABASE_URL: database.url, REDIS_URL: REDIS_TEST_URL, TPS_REDIS_PREFIX: redisPrefix, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_EVALUATE_THREAD: setting },
+      '0,1',
+    );
+    t.teardown(() => server.stop('SIGKILL'));
+    await server.loggedPort('TPS workers listening');
+    // Each worker's own word, which may reach stdout after the primary's, and the process itself:
+    // a tps-eval thread or none.
+    const saidSoFar = () => [...server.stdout.matchAll(/"evaluationThread":(true|false)[^\n]*"msg":"TPS listening"/g)].map((m) => m[1]);
+    for (const start = Date.now(); saidSoFar().length < 2 && Date.now() - start < 10_000; ) await new Promise((r) => setTimeout(r, 50));
+    const said = saidSoFar();
+    t.deepEqual(said, [String(expected), String(expected)], server.stdout);
+    const workers = childrenOf(server.pid);
+    t.is(workers.length, 2);
+    for (const pid of workers) {
+      t.regex(fs.readFileSync(`/proc/${pid}/status`, 'utf8'), /^Cpus_allowed_list:\s*0-1$/m);
+      const names = fs.readdirSync(`/proc/${pid}/task`).map((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim());
+      t.is(names.includes(THREAD_NAME), expected, names.join(' '));
+    }
+    const res = await post(server.port, samples.createCustomer(), secretKey);
+    t.is(res.status, 200, JSON.stringify(res.body));
+    t.is(res.body.decision, 'allow');
+    t.is(await server.stop('SIGTERM'), 0);
+  });
+}
