@@ -10,7 +10,7 @@ import { generateKey } from '../../src/auth/keys.js';
 import { THREAD_NAME } from '../../src/evaluate/thread.js';
 import { openDatabase } from '../../src/store/db.js';
 import { samples } from '../core/evaluate-suite.js';
-import { runningServer, startServer } from '../helpers/script.js';
+import { runningServer, startServer, threadNames } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
 // TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does,
@@ -215,18 +215,15 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
     );
     t.teardown(() => server.stop('SIGKILL'));
     await server.loggedPort('TPS workers listening');
-    // Each worker's own word, which may reach stdout after the primary's, and the process itself:
-    // a tps-eval thread or none.
-    const saidSoFar = () => [...server.stdout.matchAll(/"evaluationThread":(true|false)[^\n]*"msg":"TPS listening"/g)].map((m) => m[1]);
-    for (const start = Date.now(); saidSoFar().length < 2 && Date.now() - start < 10_000; ) await new Promise((r) => setTimeout(r, 50));
-    const said = saidSoFar();
-    t.deepEqual(said, [String(expected), String(expected)], server.stdout);
+    // Each worker's own word (its line may come after the primary's), and the process itself: a
+    // tps-eval thread or none.
+    const said = await server.logged(/"evaluationThread":(true|false)[^\n]*"msg":"TPS listening"[\s\S]*?"evaluationThread":(true|false)[^\n]*"msg":"TPS listening"/);
+    t.deepEqual(said.slice(1), [String(expected), String(expected)], server.stdout);
     const workers = childrenOf(server.pid);
     t.is(workers.length, 2);
     for (const pid of workers) {
       t.regex(fs.readFileSync(`/proc/${pid}/status`, 'utf8'), /^Cpus_allowed_list:\s*0-1$/m);
-      const names = fs.readdirSync(`/proc/${pid}/task`).map((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim());
-      t.is(names.includes(THREAD_NAME), expected, names.join(' '));
+      t.is(threadNames(pid).includes(THREAD_NAME), expected, threadNames(pid).join(' '));
     }
     const res = await post(server.port, samples.createCustomer(), secretKey);
     t.is(res.status, 200, JSON.stringify(res.body));

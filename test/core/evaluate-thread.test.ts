@@ -7,7 +7,7 @@ import type { Advisor } from '../../src/ai/advisor.js';
 import { EvaluationThread, restartDelayMs, THREAD_NAME } from '../../src/evaluate/thread.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { tempConfig } from '../helpers/config.js';
-import { runningServer } from '../helpers/script.js';
+import { runningServer, threadNames } from '../helpers/script.js';
 import { capturedLogs, freshDatabase, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
@@ -101,10 +101,6 @@ test('concurrent evaluations in the thread each get their own answer and event',
     await tps.close();
   }
 });
-
-// Linux names every thread "node"; the benchmark's split by thread (bench/threads.ts) finds the
-// evaluation thread by the name it gives itself.
-const threadNames = (pid: number | 'self' = 'self') => fs.readdirSync(`/proc/${pid}/task`).map((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim());
 
 test('the evaluation thread names itself, so that top -H and the benchmark tell it apart', async (t) => {
   const tps = await startTps({ env: { TPS_EVALUATE_THREAD: 'true' } });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import path from 'node:path';
 import { REPO_ROOT } from './tps.js';
@@ -111,3 +112,9 @@ export async function runningServer(env: Record<string, string>, cpus?: string):
   if (server.code !== null) throw new Error(`the server exited with ${server.code} before listening:\n${server.stderr}${server.stdout}`);
   return server;
 }
+
+// Linux names every thread "node"; the evaluation thread names itself (THREAD_NAME), which is how
+// these and the benchmark's split by thread (bench/threads.ts) tell it apart.
+/** The names of a process's threads, from /proc. */
+export const threadNames = (pid: number | 'self' = 'self'): string[] =>
+  fs.readdirSync(`/proc/${pid}/task`).map((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim());
