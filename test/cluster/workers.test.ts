@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
 import { parseMetrics, sumOf } from '../../bench/serverMetrics.js';
 import { generateKey } from '../../src/auth/keys.js';
@@ -66,9 +66,11 @@ test('several workers need REDIS_URL, and say so instead of starting', async (t)
   t.regex(server.stderr, /TPS_WORKERS=2 needs REDIS_URL/);
 });
 
-// With SQLite the primary commits every worker's events, as the file's one writer; with PostgreSQL
-// each worker commits its own.
-const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
+/**
+ * TPS_WORKERS=2 on a store and a Redis prefix of its own, each dropped after the test, with `env`
+ * over the rest; `cpus` as runningServer takes it.
+ */
+async function twoWorkers(t: ExecutionContext, store: StoreKind, env: Record<string, string> = {}, cpus?: string) {
   const database = freshDatabase(store);
   const redisPrefix = `tps-test:${unique()}:`;
   t.teardown(async () => {
@@ -77,19 +79,22 @@ const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
   });
   const secretKey = generateKey('secret');
   const environment = `cluster-${crypto.randomBytes(4).toString('hex')}`;
-  const server = await runningServer({
-    TPS_WORKERS: '2',
-    TPS_CONFIG_DIR: REPO_ROOT,
-    DATABASE_URL: database.url,
-    REDIS_URL: REDIS_TEST_URL,
-    TPS_REDIS_PREFIX: redisPrefix,
-    TPS_SECRET_KEY: secretKey,
-    TPS_ENVIRONMENT: environment,
+  const server = await runningServer(
+    { TPS_WORKERS: '2', TPS_CONFIG_DIR: REPO_ROOT, DATABASE_URL: database.url, REDIS_URL: REDIS_TEST_URL, TPS_REDIS_PREFIX: redisPrefix, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: environment, ...env },
+    cpus,
+  );
+  t.teardown(() => server.stop('SIGKILL'));
+  return { server, database, redisPrefix, secretKey, environment };
+}
+
+// With SQLite the primary commits every worker's events, as the file's one writer; with PostgreSQL
+// each worker commits its own.
+const servesFromTwoWorkers = test.macro(async (t, store: StoreKind) => {
+  const { server, database, redisPrefix, secretKey, environment } = await twoWorkers(t, store, {
     TPS_SERVER_TIMING: 'true',
     // A WAL this small makes the primary, SQLite's writer, catch up within a few commits.
     TPS_SQLITE_WAL_MB: '0.05',
   });
-  t.teardown(() => server.stop('SIGKILL'));
   // Both workers listen on the one port, as the primary says once they all do.
   const port = await server.loggedPort('TPS workers listening');
   t.is(port, server.port);
@@ -202,18 +207,7 @@ test('TPS_WORKERS=2 with PostgreSQL serves evaluate and ingest from two workers,
 for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
   test(`TPS_WORKERS=2 on two CPUs with SQLite: TPS_EVALUATE_THREAD=${setting} evaluates ${expected ? 'in each worker\'s thread' : 'in each worker\'s HTTP thread'}`, async (t) => {
     t.true(os.availableParallelism() >= 2, 'this test needs a machine with two CPUs or more');
-    const database = freshDatabase('sqlite');
-    const redisPrefix = `tps-test:${unique()}:`;
-    t.teardown(async () => {
-      await database.drop();
-      await dropRedisPrefix(redisPrefix);
-    });
-    const secretKey = generateKey('secret');
-    const server = await runningServer(
-      { TPS_WORKERS: '2', TPS_CONFIG_DIR: REPO_ROOT, DATABASE_URL: database.url, REDIS_URL: REDIS_TEST_URL, TPS_REDIS_PREFIX: redisPrefix, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_EVALUATE_THREAD: setting },
-      '0,1',
-    );
-    t.teardown(() => server.stop('SIGKILL'));
+    const { server, secretKey } = await twoWorkers(t, 'sqlite', { TPS_EVALUATE_THREAD: setting }, '0,1');
     await server.loggedPort('TPS workers listening');
     // Each worker's own word (its line may come after the primary's), and the process itself: a
     // tps-eval thread or none.
