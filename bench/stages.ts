@@ -10,7 +10,7 @@ import { MemoryVelocityCounter } from '../src/state/counters.js';
 import { prepareEvent, toRow, type EventRecord } from '../src/store/eventStore.js';
 import { encodeExplanation } from '../src/store/explanationCodec.js';
 import { validateEvaluateRequest } from '../src/validate/evaluateRequest.js';
-import { CASES } from './mix.js';
+import { evaluateBodies } from './mix.js';
 
 /**
  * `tsx bench/stages.ts`: microseconds per call of each stage of the evaluate path, in process and
@@ -39,7 +39,7 @@ const evaluator = new Evaluator({
   challengeTtlMs: 600_000,
 });
 
-const bodies = Array.from({ length: 700 }, (_, i) => JSON.stringify(CASES[i % CASES.length]!.body(Math.floor(i / CASES.length))));
+const bodies = evaluateBodies(0);
 const parsed = bodies.map((b) => JSON.parse(b));
 
 // A write to every cache line, so that what the stage had in cache is gone, and dirty lines too.

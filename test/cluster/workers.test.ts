@@ -80,7 +80,16 @@ async function twoWorkers(t: ExecutionContext, store: StoreKind, env: Record<str
   const secretKey = generateKey('secret');
   const environment = `cluster-${crypto.randomBytes(4).toString('hex')}`;
   const server = await runningServer(
-    { TPS_WORKERS: '2', TPS_CONFIG_DIR: REPO_ROOT, DATABASE_URL: database.url, REDIS_URL: REDIS_TEST_URL, TPS_REDIS_PREFIX: redisPrefix, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: environment, ...env },
+    {
+      TPS_WORKERS: '2',
+      TPS_CONFIG_DIR: REPO_ROOT,
+      DATABASE_URL: database.url,
+      REDIS_URL: REDIS_TEST_URL,
+      TPS_REDIS_PREFIX: redisPrefix,
+      TPS_SECRET_KEY: secretKey,
+      TPS_ENVIRONMENT: environment,
+      ...env,
+    },
     cpus,
   );
   t.teardown(() => server.stop('SIGKILL'));

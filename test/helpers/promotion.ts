@@ -1,5 +1,5 @@
 import v8 from 'node:v8';
-import { CASES } from '../../bench/mix.js';
+import { evaluateBodies } from '../../bench/mix.js';
 import { evaluateBody } from '../../src/evaluate/body.js';
 import { Evaluator } from '../../src/evaluate/evaluator.js';
 import { answerOf } from '../../src/evaluate/runner.js';
@@ -53,7 +53,7 @@ function throughTable(table: Table): number {
 async function throughEvaluations(n: number): Promise<number> {
   const catalog = loadCatalog(REPO_ROOT);
   const evaluator = new Evaluator({ catalog: () => catalog, counters: new MemoryVelocityCounter(), challenges: new MemoryChallengeStore(), challengeTtlMs: 600_000 });
-  const bodies = Array.from({ length: 700 }, (_, i) => JSON.stringify(CASES[i % CASES.length]!.body(Math.floor(i / CASES.length))));
+  const bodies = evaluateBodies(0);
   const evaluate = async (i: number) => {
     const { response, event } = await evaluateBody(evaluator, 'production', bodies[i % bodies.length]!);
     return answerOf(response).json.length + prepareEvent(event).valuesJson.length;
