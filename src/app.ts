@@ -1,6 +1,5 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { availableParallelism } from 'node:os';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Registry } from 'prom-client';
@@ -10,6 +9,7 @@ import { advisoryPort } from './ai/port.js';
 import { bootstrapKeys } from './auth/bootstrap.js';
 import type { KeyPair } from './auth/keys.js';
 import { KeyRing } from './auth/keyring.js';
+import { usableCpus } from './config/cpus.js';
 import { localUrl, type Settings } from './config/env.js';
 import type { AdvisoryPort } from './evaluate/advisory.js';
 import { Evaluator } from './evaluate/evaluator.js';
@@ -52,6 +52,8 @@ export interface Tps {
   evaluator?: Evaluator;
   /** The evaluation thread, when evaluations run there (TPS_EVALUATE_THREAD: with SQLite by default). */
   evaluationThread?: EvaluationThread;
+  /** The CPUs TPS_EVALUATE_THREAD=auto counted (config/cpus.ts). */
+  cpus: number;
   metrics: Metrics;
   /** Decision Logs and Event Stream (docs/events.md). */
   ingestor: Ingestor;
@@ -139,7 +141,8 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     let evaluator: Evaluator | undefined;
     let evaluationThread: EvaluationThread | undefined;
     let evaluations: EvaluationRunner;
-    const threaded = evaluatesInThread(settings.evaluateThread, { dialect: db.dialect, cpus: availableParallelism(), workers: settings.workers });
+    const cpus = usableCpus();
+    const threaded = evaluatesInThread(settings.evaluateThread, { dialect: db.dialect, cpus, workers: settings.workers });
     if (threaded && !options.advisor) {
       const source = config.current().source;
       const thread = new EvaluationThread(
@@ -206,6 +209,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       evaluations,
       evaluator,
       evaluationThread,
+      cpus,
       metrics,
       ingestor,
       hub,

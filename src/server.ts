@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   // /metrics are the whole service's, gathered by the primary.
   const tps = await boot(settings, logger, isClusterWorker() ? { migrate: false, eventCommits: committedByPrimary, metricsText: metricsThroughPrimary } : {});
   const { url } = await tps.listen();
-  logger.info({ url, store: tps.db.describe, configVersion: tps.config.current().versionId, evaluationThread: Boolean(tps.evaluationThread) }, 'TPS listening');
+  logger.info({ url, store: tps.db.describe, configVersion: tps.config.current().versionId, evaluationThread: Boolean(tps.evaluationThread), cpus: tps.cpus }, 'TPS listening');
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -3,7 +3,7 @@ import type { Dialect } from '../store/dialect.js';
 
 export interface Machine {
   dialect: Dialect;
-  /** CPUs this process may run on (os.availableParallelism(): its affinity mask). */
+  /** CPUs this process may use (config/cpus.ts: its affinity mask, and a cgroup CPU quota below it). */
   cpus: number;
   /** TPS_WORKERS: processes sharing those CPUs, each with its own HTTP thread. */
   workers: number;

@@ -10,7 +10,7 @@ import { generateKey } from '../../src/auth/keys.js';
 import { THREAD_NAME } from '../../src/evaluate/thread.js';
 import { openDatabase } from '../../src/store/db.js';
 import { samples } from '../core/evaluate-suite.js';
-import { runningServer, startServer, threadNames } from '../helpers/script.js';
+import { runningServer, startServer, threadNames, type Placement } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
 // TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does,
@@ -68,9 +68,9 @@ test('several workers need REDIS_URL, and say so instead of starting', async (t)
 
 /**
  * TPS_WORKERS=2 on a store and a Redis prefix of its own, each dropped after the test, with `env`
- * over the rest; `cpus` as runningServer takes it.
+ * over the rest, placed as runningServer takes it.
  */
-async function twoWorkers(t: ExecutionContext, store: StoreKind, env: Record<string, string> = {}, cpus?: string) {
+async function twoWorkers(t: ExecutionContext, store: StoreKind, env: Record<string, string> = {}, place?: Placement) {
   const database = freshDatabase(store);
   const redisPrefix = `tps-test:${unique()}:`;
   t.teardown(async () => {
@@ -90,7 +90,7 @@ async function twoWorkers(t: ExecutionContext, store: StoreKind, env: Record<str
       TPS_ENVIRONMENT: environment,
       ...env,
     },
-    cpus,
+    place,
   );
   t.teardown(() => server.stop('SIGKILL'));
   return { server, database, redisPrefix, secretKey, environment };
@@ -216,7 +216,7 @@ test('TPS_WORKERS=2 with PostgreSQL serves evaluate and ingest from two workers,
 for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
   test(`TPS_WORKERS=2 on two CPUs with SQLite: TPS_EVALUATE_THREAD=${setting} evaluates ${expected ? 'in each worker\'s thread' : 'in each worker\'s HTTP thread'}`, async (t) => {
     t.true(os.availableParallelism() >= 2, 'this test needs a machine with two CPUs or more');
-    const { server, secretKey } = await twoWorkers(t, 'sqlite', { TPS_EVALUATE_THREAD: setting }, '0,1');
+    const { server, secretKey } = await twoWorkers(t, 'sqlite', { TPS_EVALUATE_THREAD: setting }, { cpus: '0,1' });
     await server.loggedPort('TPS workers listening');
     // Each worker's own word (its line may come after the primary's), and the process itself: a
     // tps-eval thread or none.

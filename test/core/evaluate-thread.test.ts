@@ -7,6 +7,7 @@ import type { Advisor } from '../../src/ai/advisor.js';
 import { EvaluationThread, restartDelayMs, THREAD_NAME } from '../../src/evaluate/thread.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { tempConfig } from '../helpers/config.js';
+import { cpuQuotaGroup } from '../helpers/cgroup.js';
 import { runningServer, threadNames } from '../helpers/script.js';
 import { capturedLogs, freshDatabase, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
@@ -139,14 +140,14 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
   test(`on one CPU, TPS_EVALUATE_THREAD=${setting} with SQLite evaluates ${expected ? 'in the thread' : 'in the HTTP thread'}`, async (t) => {
     const db = freshDatabase('sqlite');
     const secretKey = generateKey('secret');
-    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_EVALUATE_THREAD: setting }, '0');
+    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_EVALUATE_THREAD: setting }, { cpus: '0' });
     try {
       const url = `http://127.0.0.1:${server.port}`;
       // The process itself, not only what it reports: allowed CPU 0 alone, and a tps-eval thread or none.
       t.regex(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'), /^Cpus_allowed_list:\s*0$/m);
       const names = threadNames(server.pid);
       t.is(names.includes(THREAD_NAME), expected, names.join(' '));
-      t.regex(server.stdout, new RegExp(`"evaluationThread":${expected}[^\\n]*"msg":"TPS listening"`));
+      t.regex(server.stdout, new RegExp(`"evaluationThread":${expected},"cpus":1[^\\n]*"msg":"TPS listening"`));
       t.regex((await get(`${url}/metrics`)).body as string, new RegExp(`^tps_evaluation_thread ${expected ? 1 : 0}$`, 'm'));
       const res = await post(`${url}/api/evaluate`, samples.createCustomer(), secretKey);
       t.is(res.status, 200);
@@ -157,6 +158,36 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
     }
   });
 }
+
+// As a container run with `docker run --cpus=1` on a larger host: every CPU in the affinity mask,
+// one CPU's worth of time in the cgroup's quota. Node 20's os.availableParallelism() sees the mask
+// only; auto counts the quota too (src/config/cpus.ts).
+test('in a cgroup with a quota of one CPU, TPS_EVALUATE_THREAD=auto evaluates in the HTTP thread though every CPU is allowed', async (t) => {
+  t.true(os.availableParallelism() > 1, 'this test needs a machine with more than one CPU');
+  const group = cpuQuotaGroup(1);
+  const db = freshDatabase('sqlite');
+  const secretKey = generateKey('secret');
+  try {
+    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test' }, { cgroup: group.dir });
+    try {
+      t.true(fs.readFileSync(`${group.dir}/cgroup.procs`, 'utf8').split('\n').includes(String(server.pid)));
+      const allowed = /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]!;
+      t.is(allowed, /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))![1]!);
+      t.false(threadNames(server.pid).includes(THREAD_NAME), threadNames(server.pid).join(' '));
+      t.regex(server.stdout, /"evaluationThread":false,"cpus":1[^\n]*"msg":"TPS listening"/);
+      const url = `http://127.0.0.1:${server.port}`;
+      t.regex((await get(`${url}/metrics`)).body as string, /^tps_evaluation_thread 0$/m);
+      const res = await post(`${url}/api/evaluate`, samples.createCustomer(), secretKey);
+      t.is(res.status, 200);
+      t.is((res.body as EvaluateResponse).decision, 'allow');
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await group.remove();
+    await db.drop();
+  }
+});
 
 // tps_evaluation_thread_failures_total, read from /metrics as the benchmark reads a scrape.
 const threadFailures = async (tps: RunningTps) => parseMetrics((await get(`${tps.url}/metrics`)).body as string).get('tps_evaluation_thread_failures_total');

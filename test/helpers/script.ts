@@ -13,16 +13,24 @@ export function runScript(file: string, env: Record<string, string> = {}, args: 
   return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
+/** Where a child runs, as a container would place it. */
+export interface Placement {
+  /** taskset's CPU list (e.g. "0"): the child is allowed only those CPUs. */
+  cpus?: string;
+  /** A cgroup's directory (cpuQuotaGroup, test/helpers/cgroup.ts): the child runs in it from its start. */
+  cgroup?: string;
+}
+
 /**
  * The script started with tsx from the repository's root, its output piped, for a test that must
- * handle the child itself. `cpus` (taskset's list, e.g. "0") starts it allowed only those CPUs.
+ * handle the child itself, placed as `place` says.
  */
-export function spawnScript(file: string, args: readonly string[] = [], env: Record<string, string> = {}, cpus?: string): ChildProcessByStdio<null, Readable, Readable> {
-  const nodeArgs = ['--import', 'tsx', path.join(REPO_ROOT, file), ...args];
-  const options = { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
-  if (cpus === undefined) return spawn(process.execPath, nodeArgs, options);
-  // taskset sets the affinity and then execs node, so the child's pid and signals are node's.
-  return spawn('taskset', ['-c', cpus, process.execPath, ...nodeArgs], options);
+export function spawnScript(file: string, args: readonly string[] = [], env: Record<string, string> = {}, place: Placement = {}): ChildProcessByStdio<null, Readable, Readable> {
+  let command = [process.execPath, '--import', 'tsx', path.join(REPO_ROOT, file), ...args];
+  // Each wrapper sets the child up and then execs the next, so the child's pid and signals are node's.
+  if (place.cpus !== undefined) command = ['taskset', '-c', place.cpus, ...command];
+  if (place.cgroup !== undefined) command = ['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', place.cgroup, ...command];
+  return spawn(command[0]!, command.slice(1), { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** The real server as `npm start` runs it (src/server.ts), in a process of its own on loopback. */
@@ -56,8 +64,8 @@ const urlBeside = (msg: string) => new RegExp(`"url":"(http:[^"]+)"[^\\n]*"msg":
  * resolves once it listens, or once it has exited. The port is the one it logs: a port picked
  * here could be taken by then (most likely what failed a CI run once).
  */
-export async function startServer(env: Record<string, string>, cpus?: string): Promise<ServerProcess> {
-  const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, cpus);
+export async function startServer(env: Record<string, string>, place?: Placement): Promise<ServerProcess> {
+  const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, place);
   let [stdout, stderr] = ['', ''];
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -107,8 +115,8 @@ export async function startServer(env: Record<string, string>, cpus?: string): P
 }
 
 /** startServer for a test that needs it running: a start-up that ended is an error carrying what it printed. */
-export async function runningServer(env: Record<string, string>, cpus?: string): Promise<ServerProcess> {
-  const server = await startServer(env, cpus);
+export async function runningServer(env: Record<string, string>, place?: Placement): Promise<ServerProcess> {
+  const server = await startServer(env, place);
   if (server.code !== null) throw new Error(`the server exited with ${server.code} before listening:\n${server.stderr}${server.stdout}`);
   return server;
 }
