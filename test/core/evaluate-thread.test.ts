@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { parseMetrics } from '../../bench/serverMetrics.js';
 import type { EvaluateResponse } from '../../src/api/types.js';
 import type { Advisor } from '../../src/ai/advisor.js';
@@ -8,7 +8,7 @@ import { EvaluationThread, restartDelayMs, THREAD_NAME } from '../../src/evaluat
 import { generateKey } from '../../src/auth/keys.js';
 import { tempConfig } from '../helpers/config.js';
 import { cpuQuotaGroup } from '../helpers/cgroup.js';
-import { runningServer, threadNames } from '../helpers/script.js';
+import { runningServer, threadNames, type Placement } from '../helpers/script.js';
 import { capturedLogs, freshDatabase, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
@@ -134,28 +134,41 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
   }
 });
 
-// The server started allowed one CPU (taskset), as in a container given one: auto evaluates in the
-// HTTP thread even with SQLite, and says so in its log and on /metrics; `true` still starts the thread.
-for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
-  test(`on one CPU, TPS_EVALUATE_THREAD=${setting} with SQLite evaluates ${expected ? 'in the thread' : 'in the HTTP thread'}`, async (t) => {
-    const db = freshDatabase('sqlite');
-    const secretKey = generateKey('secret');
-    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', TPS_EVALUATE_THREAD: setting }, { cpus: '0' });
+/** The CPUs a process is allowed (its affinity mask), as /proc lists them: "0", "0-1". */
+const allowedCpus = (pid: number | 'self') => /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
+
+/**
+ * The server placed as a container would be, on SQLite: where it evaluates, by the process itself
+ * (a tps-eval thread or none) and by what it says (its log line, /metrics), and that it answers.
+ */
+async function evaluatesWhere(t: ExecutionContext, place: Placement, env: Record<string, string>, expected: { thread: boolean; cpus: number }, check: (pid: number) => void) {
+  const db = freshDatabase('sqlite');
+  const secretKey = generateKey('secret');
+  try {
+    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test', ...env }, place);
     try {
-      const url = `http://127.0.0.1:${server.port}`;
-      // The process itself, not only what it reports: allowed CPU 0 alone, and a tps-eval thread or none.
-      t.regex(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'), /^Cpus_allowed_list:\s*0$/m);
+      check(server.pid);
       const names = threadNames(server.pid);
-      t.is(names.includes(THREAD_NAME), expected, names.join(' '));
-      t.regex(server.stdout, new RegExp(`"evaluationThread":${expected},"cpus":1[^\\n]*"msg":"TPS listening"`));
-      t.regex((await get(`${url}/metrics`)).body as string, new RegExp(`^tps_evaluation_thread ${expected ? 1 : 0}$`, 'm'));
+      t.is(names.includes(THREAD_NAME), expected.thread, names.join(' '));
+      t.regex(server.stdout, new RegExp(`"evaluationThread":${expected.thread},"cpus":${expected.cpus}[^\\n]*"msg":"TPS listening"`));
+      const url = `http://127.0.0.1:${server.port}`;
+      t.regex((await get(`${url}/metrics`)).body as string, new RegExp(`^tps_evaluation_thread ${expected.thread ? 1 : 0}$`, 'm'));
       const res = await post(`${url}/api/evaluate`, samples.createCustomer(), secretKey);
       t.is(res.status, 200);
       t.is((res.body as EvaluateResponse).decision, 'allow');
     } finally {
       await server.stop();
-      await db.drop();
     }
+  } finally {
+    await db.drop();
+  }
+}
+
+// The server started allowed one CPU (taskset), as in a container pinned to one: auto evaluates in
+// the HTTP thread even with SQLite; `true` still starts the thread.
+for (const [setting, thread] of [['auto', false], ['true', true]] as const) {
+  test(`on one CPU, TPS_EVALUATE_THREAD=${setting} with SQLite evaluates ${thread ? 'in the thread' : 'in the HTTP thread'}`, async (t) => {
+    await evaluatesWhere(t, { cpus: '0' }, { TPS_EVALUATE_THREAD: setting }, { thread, cpus: 1 }, (pid) => t.is(allowedCpus(pid), '0'));
   });
 }
 
@@ -165,27 +178,13 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
 test('in a cgroup with a quota of one CPU, TPS_EVALUATE_THREAD=auto evaluates in the HTTP thread though every CPU is allowed', async (t) => {
   t.true(os.availableParallelism() > 1, 'this test needs a machine with more than one CPU');
   const group = cpuQuotaGroup(1);
-  const db = freshDatabase('sqlite');
-  const secretKey = generateKey('secret');
   try {
-    const server = await runningServer({ DATABASE_URL: db.url, TPS_SECRET_KEY: secretKey, TPS_ENVIRONMENT: 'test' }, { cgroup: group.dir });
-    try {
-      t.true(fs.readFileSync(`${group.dir}/cgroup.procs`, 'utf8').split('\n').includes(String(server.pid)));
-      const allowed = /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]!;
-      t.is(allowed, /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))![1]!);
-      t.false(threadNames(server.pid).includes(THREAD_NAME), threadNames(server.pid).join(' '));
-      t.regex(server.stdout, /"evaluationThread":false,"cpus":1[^\n]*"msg":"TPS listening"/);
-      const url = `http://127.0.0.1:${server.port}`;
-      t.regex((await get(`${url}/metrics`)).body as string, /^tps_evaluation_thread 0$/m);
-      const res = await post(`${url}/api/evaluate`, samples.createCustomer(), secretKey);
-      t.is(res.status, 200);
-      t.is((res.body as EvaluateResponse).decision, 'allow');
-    } finally {
-      await server.stop();
-    }
+    await evaluatesWhere(t, { cgroup: group.dir }, {}, { thread: false, cpus: 1 }, (pid) => {
+      t.true(fs.readFileSync(`${group.dir}/cgroup.procs`, 'utf8').split('\n').includes(String(pid)));
+      t.is(allowedCpus(pid), allowedCpus('self'));
+    });
   } finally {
     await group.remove();
-    await db.drop();
   }
 });
 
