@@ -1,12 +1,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Evaluator } from '../src/evaluate/evaluator.js';
+import { OfflineEvaluator } from '../src/evaluate/offline.js';
 import { buildFacts } from '../src/facts/facts.js';
 import { lookupOperation, loadCatalog } from '../src/policy/catalog.js';
 import { runPolicy } from '../src/policy/run.js';
 import { assessRisk } from '../src/risk/score.js';
-import { MemoryChallengeStore } from '../src/state/challenges.js';
-import { MemoryVelocityCounter } from '../src/state/counters.js';
 import { prepareEvent, toRow, type EventRecord } from '../src/store/eventStore.js';
 import { encodeExplanation } from '../src/store/explanationCodec.js';
 import { validateEvaluateRequest } from '../src/validate/evaluateRequest.js';
@@ -31,13 +29,7 @@ if (!(EVICT_MB > 0)) throw new Error(`STAGES_EVICT_MB takes a number of MiB abov
 const evicted = new Uint8Array(Math.round(EVICT_MB * 1024 * 1024));
 const catalog = loadCatalog(ROOT);
 const events: EventRecord[] = [];
-const evaluator = new Evaluator({
-  catalog: () => catalog,
-  counters: new MemoryVelocityCounter(),
-  challenges: new MemoryChallengeStore(),
-  record: async (e) => void (events.length < 1000 && events.push(e)),
-  challengeTtlMs: 600_000,
-});
+const { evaluator } = new OfflineEvaluator({ catalog, record: (e) => void (events.length < 1000 && events.push(e)) });
 
 const bodies = evaluateBodies(0);
 const parsed = bodies.map((b) => JSON.parse(b));

@@ -56,7 +56,7 @@ function cfsQuota(dir: string): number | undefined {
 function ratio(quota: string | undefined, period: string | undefined): number | undefined {
   const q = Number(quota);
   const p = Number(period);
-  return quota && period && q > 0 && p > 0 ? q / p : undefined;
+  return q > 0 && p > 0 ? q / p : undefined;
 }
 
 function readText(file: string): string | undefined {

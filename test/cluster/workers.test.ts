@@ -10,7 +10,7 @@ import { generateKey } from '../../src/auth/keys.js';
 import { THREAD_NAME } from '../../src/evaluate/thread.js';
 import { openDatabase } from '../../src/store/db.js';
 import { samples } from '../core/evaluate-suite.js';
-import { runningServer, startServer, threadNames, type Placement } from '../helpers/script.js';
+import { allowedCpus, runningServer, startServer, threadNames, type Placement } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
 // TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does,
@@ -218,14 +218,14 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
     t.true(os.availableParallelism() >= 2, 'this test needs a machine with two CPUs or more');
     const { server, secretKey } = await twoWorkers(t, 'sqlite', { TPS_EVALUATE_THREAD: setting }, { cpus: '0,1' });
     await server.loggedPort('TPS workers listening');
-    // Each worker's own word (its line may come after the primary's), and the process itself: a
-    // tps-eval thread or none.
-    const said = await server.logged(/"evaluationThread":(true|false)[^\n]*"msg":"TPS listening"[\s\S]*?"evaluationThread":(true|false)[^\n]*"msg":"TPS listening"/);
+    // Each worker's own word (its line may come after the primary's), the two CPUs it counted, and
+    // the process itself: a tps-eval thread or none.
+    const said = await server.logged(/"evaluationThread":(true|false),"cpus":2[^\n]*"msg":"TPS listening"[\s\S]*?"evaluationThread":(true|false),"cpus":2[^\n]*"msg":"TPS listening"/);
     t.deepEqual(said.slice(1), [String(expected), String(expected)], server.stdout);
     const workers = childrenOf(server.pid);
     t.is(workers.length, 2);
     for (const pid of workers) {
-      t.regex(fs.readFileSync(`/proc/${pid}/status`, 'utf8'), /^Cpus_allowed_list:\s*0-1$/m);
+      t.is(allowedCpus(pid), '0-1');
       t.is(threadNames(pid).includes(THREAD_NAME), expected, threadNames(pid).join(' '));
     }
     const res = await post(server.port, samples.createCustomer(), secretKey);

@@ -8,7 +8,7 @@ import { EvaluationThread, restartDelayMs, THREAD_NAME } from '../../src/evaluat
 import { generateKey } from '../../src/auth/keys.js';
 import { tempConfig } from '../helpers/config.js';
 import { cpuQuotaGroup } from '../helpers/cgroup.js';
-import { runningServer, threadNames, type Placement } from '../helpers/script.js';
+import { allowedCpus, runningServer, threadNames, type Placement } from '../helpers/script.js';
 import { capturedLogs, freshDatabase, get, post, startTps, threadGcByKind, type RunningTps, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
@@ -133,9 +133,6 @@ test('TPS_EVALUATE_THREAD=auto (the default) evaluates in the thread with SQLite
     await postgres.close();
   }
 });
-
-/** The CPUs a process is allowed (its affinity mask), as /proc lists them: "0", "0-1". */
-const allowedCpus = (pid: number | 'self') => /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
 
 /**
  * The server placed as a container would be, on SQLite: where it evaluates, by the process itself

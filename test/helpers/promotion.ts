@@ -1,12 +1,10 @@
 import v8 from 'node:v8';
 import { evaluateBodies } from '../../bench/mix.js';
 import { evaluateBody } from '../../src/evaluate/body.js';
-import { Evaluator } from '../../src/evaluate/evaluator.js';
+import { OfflineEvaluator } from '../../src/evaluate/offline.js';
 import { answerOf } from '../../src/evaluate/runner.js';
 import { AwaitingReplies } from '../../src/lib/awaitingReplies.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
-import { MemoryChallengeStore } from '../../src/state/challenges.js';
-import { MemoryVelocityCounter } from '../../src/state/counters.js';
 import { prepareEvent } from '../../src/store/eventWrites.js';
 import { REPO_ROOT } from './tps.js';
 
@@ -51,8 +49,8 @@ function throughTable(table: Table): number {
 }
 
 async function throughEvaluations(n: number): Promise<number> {
-  const catalog = loadCatalog(REPO_ROOT);
-  const evaluator = new Evaluator({ catalog: () => catalog, counters: new MemoryVelocityCounter(), challenges: new MemoryChallengeStore(), challengeTtlMs: 600_000 });
+  // Events dropped, not kept: kept, they would be the old generation's growth this measures.
+  const { evaluator } = new OfflineEvaluator({ catalog: loadCatalog(REPO_ROOT), record: () => {} });
   const bodies = evaluateBodies(0);
   const evaluate = async (i: number) => {
     const { response, event } = await evaluateBody(evaluator, 'production', bodies[i % bodies.length]!);

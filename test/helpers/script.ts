@@ -126,3 +126,6 @@ export async function runningServer(env: Record<string, string>, place?: Placeme
 /** The names of a process's threads, from /proc. */
 export const threadNames = (pid: number | 'self' = 'self'): string[] =>
   fs.readdirSync(`/proc/${pid}/task`).map((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim());
+
+/** The CPUs a process is allowed (its affinity mask), as /proc lists them: "0", "0-1". */
+export const allowedCpus = (pid: number | 'self' = 'self'): string => /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
