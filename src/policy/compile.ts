@@ -1,10 +1,11 @@
 import crypto from 'node:crypto';
-import { Engine, type RuleProperties } from 'json-rules-engine';
+import type { RuleProperties } from 'json-rules-engine';
 import { stringify } from 'safe-stable-stringify';
 import type { ChallengeType, Decision, Redaction } from '../api/types.js';
 import { compileSignal, type CompiledSignal } from '../risk/signals.js';
 import { factsOf, leaf, toTopLevel } from './conditions.js';
-import { directCheck, dotted, exists, type DirectCheck } from './direct.js';
+import { directCheck, type DirectCheck } from './direct.js';
+import { PolicyEngines } from './engines.js';
 import type { AiSpec, ConditionSpec, Mode, PolicySpec, SignalSpec } from './schema.js';
 
 export interface Thresholds {
@@ -47,8 +48,8 @@ export interface CompiledPolicy {
   ai?: AiSpec;
   /** monitor: the service answers allow and records what this policy would have decided. */
   mode: Mode;
-  /** The engine of the rules written under rules:; null when there are none. */
-  engine: Engine | null;
+  /** The engines of the rules written under rules:, one a run in flight; null when there are none. */
+  engine: PolicyEngines | null;
   /** The facts the engine's rules read: only those are handed to a run. */
   engineFacts: string[];
   /** The JSON that the version id hashes: what a reviewer reads, what policy_versions keeps. */
@@ -57,13 +58,6 @@ export interface CompiledPolicy {
 
 export const DEFAULT_THRESHOLDS = { medium: 30, high: 60 } as const;
 export const DEFAULT_THROTTLE_RETRY_SECONDS = 60;
-
-export function newEngine(): Engine {
-  // A dotted-path resolver instead of JSONPath: facts are plain objects and paths plain keys.
-  const engine = new Engine([], { allowUndefinedFacts: true, pathResolver: dotted as never });
-  engine.addOperator('exists', exists);
-  return engine;
-}
 
 function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, thresholds: Thresholds): CompiledRule[] {
   const rules: CompiledRule[] = [];
@@ -138,8 +132,7 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
   // The engine's copy of a rule names only its index: json-rules-engine deep-clones a rule's event
   // and resolves each of its params on every run, and runPolicy reads nothing else.
   const engineRules = rules.flatMap((r, index) => (r.check ? [] : [{ conditions: r.conditions, event: { type: r.decision, params: { index } } }]));
-  const engine = engineRules.length ? newEngine() : null;
-  for (const rule of engineRules) engine!.addRule(rule);
+  const engine = engineRules.length ? new PolicyEngines(engineRules) : null;
   return {
     id: spec.id,
     versionId,

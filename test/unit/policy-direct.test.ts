@@ -1,7 +1,8 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { Fact } from 'json-rules-engine';
-import { compilePolicy, newEngine, type CompiledRule } from '../../src/policy/compile.js';
+import { compilePolicy, type CompiledRule } from '../../src/policy/compile.js';
+import { newEngine } from '../../src/policy/engines.js';
 import { factsOf, leaf } from '../../src/policy/conditions.js';
 import { directCheck } from '../../src/policy/direct.js';
 import type { PolicySpec } from '../../src/policy/schema.js';
