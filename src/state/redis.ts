@@ -44,6 +44,10 @@ export class RedisVelocityCounter implements VelocityCounter {
   async close(): Promise<void> {}
 }
 
+// The transaction's pointer goes only while it still names the challenge used: a newer challenge of
+// the same transaction stays reachable by its fingerprint, as in MemoryChallengeStore.
+const DELETE_IF_NAMES = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+
 export class RedisChallengeStore implements ChallengeStore {
   constructor(
     private readonly redis: Redis,
@@ -70,7 +74,7 @@ export class RedisChallengeStore implements ChallengeStore {
       if (c.expiresAt > nowMs) await this.redis.set(this.idKey(chosen), raw, 'PX', c.expiresAt - nowMs);
       return undefined;
     }
-    await this.redis.del(this.fpKey(environment, fingerprint));
+    await this.redis.eval(DELETE_IF_NAMES, 1, this.fpKey(environment, fingerprint), chosen);
     return c.expiresAt > nowMs ? c : undefined;
   }
 

@@ -4,7 +4,7 @@ import type { EvaluateRequest, EvaluateResponse } from '../../src/api/types.js';
 import { awayFromVelocityEdge, get, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
 
 // The HTTP suite of the core service, registered once per store so SQLite and PostgreSQL run the
-// very same assertions.
+// very same assertions, and once more with its counters and challenges in Redis.
 
 type Ctx = { tps: RunningTps };
 
@@ -32,15 +32,16 @@ export const samples = {
   }),
 };
 
-export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void {
+export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind, state: 'memory' | 'redis' = 'memory'): void {
   test.before(async (t) => {
     // A WAL of 64 KiB, so that the writer's catch-ups (and their metric) come within a few commits.
-    t.context.tps = await startTps({ store, env: { TPS_SQLITE_WAL_MB: '0.0625' } });
+    t.context.tps = await startTps({ store, redis: state === 'redis', env: { TPS_SQLITE_WAL_MB: '0.0625' } });
   });
   test.after.always(async (t) => {
     await t.context.tps?.close();
   });
 
+  const label = state === 'redis' ? `${store}, state in Redis` : store;
   const evaluate = (t: { context: Ctx }, body: unknown, key = t.context.tps.secretKey) => post(`${t.context.tps.url}/api/evaluate`, body, key);
   const ok = async (t: { context: Ctx; is: (a: unknown, b: unknown, m?: string) => void }, body: unknown): Promise<EvaluateResponse> => {
     const res = await evaluate(t, body);
@@ -48,7 +49,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     return res.body as EvaluateResponse;
   };
 
-  test(`[${store}] case 1: a low-risk create is allowed with exactly low_risk_operation`, async (t) => {
+  test(`[${label}] case 1: a low-risk create is allowed with exactly low_risk_operation`, async (t) => {
     const r = await ok(t, samples.createCustomer());
     t.is(r.decision, 'allow');
     t.deepEqual(r.reasons, ['low_risk_operation']);
@@ -64,7 +65,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.true(r.score >= 0 && r.score <= 100);
   });
 
-  test(`[${store}] cases 2 and 3: step-up without a human signal, then the satisfied retry`, async (t) => {
+  test(`[${label}] cases 2 and 3: step-up without a human signal, then the satisfied retry`, async (t) => {
     const first = await ok(t, samples.bankUpdate());
     t.is(first.decision, 'step_up_required');
     t.true(first.reasons.includes('missing_recent_human_signal'));
@@ -87,7 +88,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.not(again.challenge?.id, first.challenge?.id);
   });
 
-  test(`[${store}] a challenge is bound to its transaction, its type and its environment`, async (t) => {
+  test(`[${label}] a challenge is bound to its transaction, its type and its environment`, async (t) => {
     const base = { ...samples.bankUpdate(), resource: { type: 'account', id: 'acc_bound' } };
     const first = await ok(t, base);
     t.is(first.decision, 'step_up_required');
@@ -110,7 +111,24 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.true(genuine.reasons.includes('challenge_satisfied'));
   });
 
-  test(`[${store}] a failed challenge denies, and a wrong challenge type is not accepted`, async (t) => {
+  test(`[${label}] a newer challenge of the same transaction outlives the older one's use`, async (t) => {
+    const base = { ...samples.bankUpdate(), resource: { type: 'account', id: 'acc_twice' } };
+    const older = await ok(t, base);
+    const newer = await ok(t, base);
+    t.is(newer.decision, 'step_up_required');
+    t.not(newer.challenge!.id, older.challenge!.id);
+
+    const byId = await ok(t, { ...base, challengeResult: { type: 'passkey', passed: true, challengeId: older.challenge!.id } });
+    t.is(byId.decision, 'allow');
+    // The retry matched by fingerprint finds the newer challenge, unused: not challenge_invalid.
+    const byFingerprint = await ok(t, { ...base, challengeResult: { type: 'passkey', passed: true } });
+    t.is(byFingerprint.decision, 'allow');
+    t.true(byFingerprint.reasons.includes('challenge_satisfied'));
+    const spent = await ok(t, { ...base, challengeResult: { type: 'passkey', passed: true } });
+    t.true(spent.reasons.includes('challenge_invalid'));
+  });
+
+  test(`[${label}] a failed challenge denies, and a wrong challenge type is not accepted`, async (t) => {
     const base = { ...samples.bankUpdate(), resource: { type: 'account', id: 'acc_fail' } };
     t.is((await ok(t, base)).decision, 'step_up_required');
     const failed = await ok(t, { ...base, challengeResult: { type: 'passkey', passed: false } });
@@ -123,7 +141,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.true(wrongType.reasons.includes('challenge_invalid'));
   });
 
-  test(`[${store}] case 4: a bulk export is redacted`, async (t) => {
+  test(`[${label}] case 4: a bulk export is redacted`, async (t) => {
     const r = await ok(t, samples.bulkExport());
     t.is(r.decision, 'allow_redacted');
     t.true(r.reasons.includes('bulk_or_export_volume'));
@@ -131,7 +149,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.deepEqual(r.redaction, { fields: ['customer.email', 'customer.phone', 'customer.taxId'], strategy: 'mask' });
   });
 
-  test(`[${store}] case 4b: requestedCount falls back from metadata to requestData to 1`, async (t) => {
+  test(`[${label}] case 4b: requestedCount falls back from metadata to requestData to 1`, async (t) => {
     const viaMetadata = await ok(t, { ...samples.bulkExport(), requestData: { requestedCount: 1 }, metadata: { requestedCount: 5000 } });
     t.is(viaMetadata.decision, 'allow_redacted');
     const metadataWins = await ok(t, { ...samples.bulkExport(), requestData: { requestedCount: 5000 }, metadata: { requestedCount: 1 } });
@@ -141,7 +159,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.false(neither.reasons.includes('bulk_or_export_volume'));
   });
 
-  test(`[${store}] cases 5 and 6: PII reads are redacted for support and denied without a role`, async (t) => {
+  test(`[${label}] cases 5 and 6: PII reads are redacted for support and denied without a role`, async (t) => {
     const support = await ok(t, samples.readPii(['support']));
     t.is(support.decision, 'allow_redacted');
     t.true(support.redaction!.fields.includes('customer.email'));
@@ -157,7 +175,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.true(none.reasons.includes('policy_role_required'));
   });
 
-  test(`[${store}] case 7: a caller velocity above the limit throttles`, async (t) => {
+  test(`[${label}] case 7: a caller velocity above the limit throttles`, async (t) => {
     const r = await ok(t, samples.payment(50, 'user_velocity'));
     t.is(r.decision, 'throttle');
     t.true(r.reasons.includes('velocity_limit_exceeded'));
@@ -165,7 +183,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.is((await ok(t, samples.payment(3, 'user_calm'))).decision, 'allow');
   });
 
-  test(`[${store}] TPS's own sliding window throttles per actor and operation`, async (t) => {
+  test(`[${label}] TPS's own sliding window throttles per actor and operation`, async (t) => {
     t.is((await awayFromVelocityEdge()).max, 30);
     const results: string[] = [];
     for (let i = 0; i < 31; i++) results.push((await ok(t, samples.payment(0, 'user_burst'))).decision);
@@ -176,13 +194,13 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     t.is((await ok(t, samples.payment(0, 'user_other'))).decision, 'allow');
   });
 
-  test(`[${store}] case 8: changed fields raise privileged_write`, async (t) => {
+  test(`[${label}] case 8: changed fields raise privileged_write`, async (t) => {
     const r = await ok(t, { ...samples.bankUpdate(), metadata: { changedFields: ['iban'] }, session: { ...human } });
     t.true(r.reasons.includes('privileged_write'));
     t.is(r.decision, 'allow');
   });
 
-  test(`[${store}] case 9: weak continuity raises the score and adds its reason`, async (t) => {
+  test(`[${label}] case 9: weak continuity raises the score and adds its reason`, async (t) => {
     for (const body of [samples.createCustomer(), samples.bulkExport(), samples.readPii(['support'])]) {
       const strong = await ok(t, body);
       const weak = await ok(t, { ...body, session: { ...body.session, continuityStrength: 0.1 } });
@@ -192,7 +210,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     }
   });
 
-  test(`[${store}] each answered evaluation is stored with its explanation and no payload secrets`, async (t) => {
+  test(`[${label}] each answered evaluation is stored with its explanation and no payload secrets`, async (t) => {
     const r = await ok(t, {
       ...samples.bulkExport(),
       metadata: { notes: 'ticket SECRET-NOTE-4711', proofToken: 'tok_SECRET_PROOF', changedFields: ['email'] },
@@ -219,7 +237,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     for (const secret of ['SECRET-NOTE-4711', 'tok_SECRET_PROOF', '203.0.113.77', 'UA-SECRET-AGENT']) t.false(raw.includes(secret), secret);
   });
 
-  test(`[${store}] /metrics times each commit, and on SQLite each checkpoint`, async (t) => {
+  test(`[${label}] /metrics times each commit, and on SQLite each checkpoint`, async (t) => {
     const scrape = async () => (await get(`${t.context.tps.url}/metrics`)).body as string;
     const valueIn = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
     const metric = async (name: string) => valueIn(await scrape(), name);
@@ -249,7 +267,7 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind): void
     }
   });
 
-  test(`[${store}] 500 concurrent evaluations: distinct telemetryIds, all stored`, async (t) => {
+  test(`[${label}] 500 concurrent evaluations: distinct telemetryIds, all stored`, async (t) => {
     const bodies = Array.from({ length: 500 }, (_, i) => ({ ...samples.createCustomer(), actor: actor({ id: `burst_${i}` }) }));
     const results = await Promise.all(bodies.map((b) => evaluate(t, b)));
     t.true(results.every((r) => r.status === 200));
