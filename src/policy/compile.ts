@@ -49,7 +49,7 @@ export interface CompiledPolicy {
   /** monitor: the service answers allow and records what this policy would have decided. */
   mode: Mode;
   /** The engines of the rules written under rules:, one a run in flight; null when there are none. */
-  engine: PolicyEngines | null;
+  engines: PolicyEngines | null;
   /** The facts the engine's rules read: only those are handed to a run. */
   engineFacts: string[];
   /** The JSON that the version id hashes: what a reviewer reads, what policy_versions keeps. */
@@ -132,7 +132,7 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
   // The engine's copy of a rule names only its index: json-rules-engine deep-clones a rule's event
   // and resolves each of its params on every run, and runPolicy reads nothing else.
   const engineRules = rules.flatMap((r, index) => (r.check ? [] : [{ conditions: r.conditions, event: { type: r.decision, params: { index } } }]));
-  const engine = engineRules.length ? new PolicyEngines(engineRules) : null;
+  const engines = engineRules.length ? new PolicyEngines(engineRules) : null;
   return {
     id: spec.id,
     versionId,
@@ -144,7 +144,7 @@ export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, Sign
     serviceWindow: spec.throttle?.serviceWindow,
     ai: spec.ai,
     mode: (spec.mode ?? 'enforce') as Mode,
-    engine,
+    engines,
     engineFacts: [...new Set(engineRules.flatMap((r) => factsOf(r.conditions)))],
     compiled: JSON.parse(stringify(compiled) ?? '{}'),
   };

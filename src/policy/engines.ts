@@ -23,6 +23,7 @@ export class PolicyEngines {
   private readonly idle: Engine[];
 
   constructor(private readonly rules: RuleProperties[]) {
+    // One built now, so that a rule json-rules-engine refuses fails the compile, not a request.
     this.idle = [this.build()];
   }
 

@@ -16,14 +16,14 @@ export interface PolicyRun {
 // hashing each one for a result cache that constant facts never use (a tenth of a run's time).
 const UNCACHED = { cache: false };
 
-/** Runs the policy's json-rules-engine over the facts; the policy's own engine, built at compile. */
+/** Runs the policy's json-rules-engine over the facts, on an engine of the policy's own that no other run holds (engines.ts). */
 export async function runPolicy(policy: CompiledPolicy, facts: PolicyFacts): Promise<PolicyRun> {
   const firedIdx = new Set<number>();
   // Shorthands are checked here (CompiledRule.check); a policy may need no engine at all.
-  if (policy.engine) {
+  if (policy.engines) {
     const runtime: Record<string, Fact> = {};
     for (const id of policy.engineFacts) if (id in facts) runtime[id] = new Fact(id, facts[id], UNCACHED);
-    const { results } = await policy.engine.run(runtime);
+    const { results } = await policy.engines.run(runtime);
     for (const r of results) firedIdx.add((r.event!.params as { index: number }).index);
   }
   const fired: CompiledRule[] = [];

@@ -76,7 +76,7 @@ test('only rules written under rules: reach the engine, with only the facts they
     run.fired.map((r) => r.name),
     ['score-deny', 'score-step-up', 'written'],
   );
-  t.is(compilePolicy({ id: 'only-shorthands', requireRoles: ['admin'] } as unknown as PolicySpec, {}).engine, null, 'no engine when every rule is a shorthand');
+  t.is(compilePolicy({ id: 'only-shorthands', requireRoles: ['admin'] } as unknown as PolicySpec, {}).engines, null, 'no engine when every rule is a shorthand');
   // A shorthand the checks cannot read fails the compile, never the evaluation.
   t.throws(() => directCheck(leaf('actor.id', 'equal', 'x')), { message: 'no direct check for the operator equal' });
   t.throws(() => directCheck({ all: [leaf('risk.score', 'greaterThan', 1)] }), { message: /a shorthand is a comparison/ });

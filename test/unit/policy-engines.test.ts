@@ -19,9 +19,9 @@ const microtasks = async (n: number) => {
   for (let i = 0; i < n; i++) await undefined;
 };
 
-// Evaluations of one policy resume together (replies read from one socket chunk, messages handled
-// in one turn), so their runs overlap at any distance. json-rules-engine keeps a run's status on
-// its Engine: on a shared engine, a run begun as another finished skipped every rule.
+// Evaluations of one policy can resume in one turn (Redis replies read from one socket chunk), so
+// their runs overlap at any distance. json-rules-engine keeps a run's status on its Engine: on a
+// shared engine, a run begun as another finished skipped every rule.
 test('runs of one policy that overlap each fire their rules, whatever the distance between their starts', async (t) => {
   const names = (run: Awaited<ReturnType<typeof runPolicy>>) => run.fired.map((r) => r.name);
   for (let distance = 0; distance <= 60; distance++) {
