@@ -1,7 +1,7 @@
 import test from 'ava';
 import { compilePolicy } from '../../src/policy/compile.js';
 import type { PolicySpec } from '../../src/policy/schema.js';
-import { runPolicy } from '../../src/policy/run.js';
+import { runPolicy, type PolicyRun } from '../../src/policy/run.js';
 
 const policy = compilePolicy(
   {
@@ -14,6 +14,7 @@ const policy = compilePolicy(
   {},
 );
 const huge = { metadata: { requestedCount: 60000 } };
+const names = (run: PolicyRun) => run.fired.map((r) => r.name);
 
 const microtasks = async (n: number) => {
   for (let i = 0; i < n; i++) await undefined;
@@ -23,7 +24,6 @@ const microtasks = async (n: number) => {
 // their runs overlap at any distance. json-rules-engine keeps a run's status on its Engine: on a
 // shared engine, a run begun as another finished skipped every rule.
 test('runs of one policy that overlap each fire their rules, whatever the distance between their starts', async (t) => {
-  const names = (run: Awaited<ReturnType<typeof runPolicy>>) => run.fired.map((r) => r.name);
   for (let distance = 0; distance <= 60; distance++) {
     const first = runPolicy(policy, huge);
     await microtasks(distance);
@@ -41,10 +41,6 @@ test('a burst of overlapping runs: each fires exactly the rules its own facts me
   });
   for (const { count, run } of await Promise.all(runs)) {
     const want = count === 60000 ? ['deny-huge', 'redact-bulk'] : count === 5000 ? ['redact-bulk'] : [];
-    t.deepEqual(
-      run.fired.map((r) => r.name),
-      want,
-      `requestedCount ${count}`,
-    );
+    t.deepEqual(names(run), want, `requestedCount ${count}`);
   }
 });
