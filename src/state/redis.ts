@@ -44,9 +44,19 @@ export class RedisVelocityCounter implements VelocityCounter {
   async close(): Promise<void> {}
 }
 
-// The transaction's pointer goes only while it still names the challenge used: a newer challenge of
-// the same transaction stays reachable by its fingerprint, as in MemoryChallengeStore.
-const DELETE_IF_NAMES = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+// Uses a challenge in one step, so that of two concurrent retries only one gets it back, and a
+// retry of another transaction naming it by id leaves it untouched for its own. The transaction's
+// pointer goes only while it still names this challenge: a newer challenge of the same transaction
+// stays reachable by fingerprint, as in MemoryChallengeStore.
+// KEYS: the challenge, the transaction's pointer; ARGV: environment, fingerprint, challenge id.
+const CONSUME = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return false end
+local c = cjson.decode(raw)
+if c.environment ~= ARGV[1] or c.fingerprint ~= ARGV[2] then return false end
+redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+return raw`;
 
 export class RedisChallengeStore implements ChallengeStore {
   constructor(
@@ -63,18 +73,12 @@ export class RedisChallengeStore implements ChallengeStore {
   }
 
   async consume(environment: string, fingerprint: string, id: string | undefined, nowMs: number): Promise<StoredChallenge | undefined> {
-    const chosen = id ?? (await this.redis.get(this.fpKey(environment, fingerprint)));
+    const fpKey = this.fpKey(environment, fingerprint);
+    const chosen = id ?? (await this.redis.get(fpKey));
     if (!chosen) return undefined;
-    // GETDEL makes use single: of two concurrent retries only one gets the challenge back.
-    const raw = await this.redis.getdel(this.idKey(chosen));
+    const raw = (await this.redis.eval(CONSUME, 2, this.idKey(chosen), fpKey, environment, fingerprint, chosen)) as string | null;
     if (!raw) return undefined;
     const c = JSON.parse(raw) as StoredChallenge;
-    if (c.environment !== environment || c.fingerprint !== fingerprint) {
-      // Named by id but bound to another transaction: put it back untouched, and refuse.
-      if (c.expiresAt > nowMs) await this.redis.set(this.idKey(chosen), raw, 'PX', c.expiresAt - nowMs);
-      return undefined;
-    }
-    await this.redis.eval(DELETE_IF_NAMES, 1, this.fpKey(environment, fingerprint), chosen);
     return c.expiresAt > nowMs ? c : undefined;
   }
 

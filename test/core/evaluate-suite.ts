@@ -128,6 +128,17 @@ export function registerEvaluateSuite(test: TestFn<Ctx>, store: StoreKind, state
     t.true(spent.reasons.includes('challenge_invalid'));
   });
 
+  test(`[${label}] of concurrent retries naming one challenge, exactly one is allowed`, async (t) => {
+    const base = { ...samples.bankUpdate(), resource: { type: 'account', id: 'acc_race' } };
+    const first = await ok(t, base);
+    t.is(first.decision, 'step_up_required');
+    // Named by id: each refused retry is issued a fresh challenge, which a retry by fingerprint could use.
+    const retry = { ...base, challengeResult: { type: 'passkey', passed: true, challengeId: first.challenge!.id } };
+    const retries = await Promise.all(Array.from({ length: 12 }, () => ok(t, retry)));
+    t.is(retries.filter((r) => r.decision === 'allow').length, 1);
+    t.true(retries.filter((r) => r.decision !== 'allow').every((r) => r.decision === 'step_up_required' && r.reasons.includes('challenge_invalid')));
+  });
+
   test(`[${label}] a failed challenge denies, and a wrong challenge type is not accepted`, async (t) => {
     const base = { ...samples.bankUpdate(), resource: { type: 'account', id: 'acc_fail' } };
     t.is((await ok(t, base)).decision, 'step_up_required');
