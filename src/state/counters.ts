@@ -15,25 +15,26 @@ export function slidingCount(current: number, previous: number, windowMs: number
 }
 
 export class MemoryVelocityCounter implements VelocityCounter {
-  private readonly buckets = new Map<string, { bucket: number; current: number; previous: number }>();
+  private readonly buckets = new Map<string, { windowMs: number; bucket: number; current: number; previous: number }>();
   private hits = 0;
 
   async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
     const windowMs = windowSeconds * 1000;
     const bucket = Math.floor(nowMs / windowMs);
     let entry = this.buckets.get(key);
-    if (!entry || entry.bucket < bucket - 1) entry = { bucket, current: 0, previous: 0 };
-    else if (entry.bucket === bucket - 1) entry = { bucket, current: 0, previous: entry.current };
+    // A key whose policy changed its window starts over: its buckets counted another width.
+    if (!entry || entry.windowMs !== windowMs || entry.bucket < bucket - 1) entry = { windowMs, bucket, current: 0, previous: 0 };
+    else if (entry.bucket === bucket - 1) entry = { windowMs, bucket, current: 0, previous: entry.current };
     entry.current += 1;
     this.buckets.set(key, entry);
-    if (++this.hits % 10_000 === 0) this.sweep(nowMs, windowMs);
+    if (++this.hits % 10_000 === 0) this.sweep(nowMs);
     return slidingCount(entry.current, entry.previous, windowMs, nowMs);
   }
 
-  // Keys idle for two windows count nothing any more; dropping them keeps memory flat.
-  private sweep(nowMs: number, windowMs: number): void {
-    const bucket = Math.floor(nowMs / windowMs);
-    for (const [key, entry] of this.buckets) if (entry.bucket < bucket - 1) this.buckets.delete(key);
+  // Keys idle for two windows count nothing any more; dropping them keeps memory flat. Each key is
+  // read against its own window, since policies' windows differ.
+  private sweep(nowMs: number): void {
+    for (const [key, entry] of this.buckets) if (entry.bucket < Math.floor(nowMs / entry.windowMs) - 1) this.buckets.delete(key);
   }
 
   async close(): Promise<void> {

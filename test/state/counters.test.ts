@@ -1,0 +1,48 @@
+import test, { type ExecutionContext } from 'ava';
+import { openState, type State } from '../../src/state/open.js';
+import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
+
+// The velocity count as each state keeps it: in the process, and in a real Redis under a prefix of
+// the test's own. Policies' windows differ (serviceWindow.seconds), and one key's window must not
+// decide another's: the in-process counter sweeps idle keys every 10,000 hits, whichever key
+// makes the 10,000th.
+const HOUR = 3600;
+const MINUTE = 60;
+const SWEEP_EVERY = 10_000;
+
+/** The state of one kind, under a Redis prefix of its own, closed and dropped when the test ends. */
+function stateOf(kind: 'memory' | 'redis', t: ExecutionContext): State {
+  const prefix = `tps-test:${unique()}:`;
+  const state = openState(kind === 'redis' ? REDIS_TEST_URL : undefined, prefix);
+  t.teardown(async () => {
+    await state.close();
+    if (kind === 'redis') await dropRedisPrefix(prefix);
+  });
+  return state;
+}
+
+/** Mid-hour and at the start of a minute, so no bucket turns over while a test runs. */
+const midHour = () => Math.floor(Date.now() / (HOUR * 1000)) * HOUR * 1000 + 30 * MINUTE * 1000;
+
+for (const kind of ['memory', 'redis'] as const) {
+  test(`[${kind}] an hour's count outlives the sweep that a one-minute key's hits set off`, async (t) => {
+    const state = stateOf(kind, t);
+    const now = midHour();
+    for (let i = 0; i < 5; i++) await state.counters.hit('env\u0000hourly-actor\u0000export', HOUR, now);
+    // Two minutes on, the one-minute key's bucket is new and the hour's is the same.
+    const later = now + 2 * MINUTE * 1000;
+    for (let i = 0; i < SWEEP_EVERY; i++) await state.counters.hit(`env\u0000actor-${i % 50}\u0000payment`, MINUTE, later);
+    t.is(await state.counters.hit('env\u0000hourly-actor\u0000export', HOUR, later), 6);
+  });
+}
+
+for (const kind of ['memory', 'redis'] as const) {
+  test(`[${kind}] a key whose policy changed its window counts afresh`, async (t) => {
+    const state = stateOf(kind, t);
+    const now = midHour();
+    for (let i = 0; i < 3; i++) await state.counters.hit('env\u0000actor\u0000payment', MINUTE, now);
+    t.is(await state.counters.hit('env\u0000actor\u0000payment', MINUTE, now), 4);
+    // After a reload that gave the policy an hour's window, the minute's buckets no longer apply.
+    t.is(await state.counters.hit('env\u0000actor\u0000payment', HOUR, now), 1);
+  });
+}
