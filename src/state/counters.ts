@@ -14,6 +14,9 @@ export function slidingCount(current: number, previous: number, windowMs: number
   return current + Math.floor(previous * overlap);
 }
 
+/** The in-process counter drops idle keys once every this many hits. */
+export const SWEEP_EVERY_HITS = 10_000;
+
 export class MemoryVelocityCounter implements VelocityCounter {
   private readonly buckets = new Map<string, { windowMs: number; bucket: number; current: number; previous: number }>();
   private hits = 0;
@@ -27,7 +30,7 @@ export class MemoryVelocityCounter implements VelocityCounter {
     else if (entry.bucket === bucket - 1) entry = { windowMs, bucket, current: 0, previous: entry.current };
     entry.current += 1;
     this.buckets.set(key, entry);
-    if (++this.hits % 10_000 === 0) this.sweep(nowMs);
+    if (++this.hits % SWEEP_EVERY_HITS === 0) this.sweep(nowMs);
     return slidingCount(entry.current, entry.previous, windowMs, nowMs);
   }
 

@@ -1,14 +1,14 @@
 import test, { type ExecutionContext } from 'ava';
+import { SWEEP_EVERY_HITS } from '../../src/state/counters.js';
 import { openState, type State } from '../../src/state/open.js';
 import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
 // The velocity count as each state keeps it: in the process, and in a real Redis under a prefix of
 // the test's own. Policies' windows differ (serviceWindow.seconds), and one key's window must not
-// decide another's: the in-process counter sweeps idle keys every 10,000 hits, whichever key
-// makes the 10,000th.
+// decide another's: the in-process counter sweeps idle keys every SWEEP_EVERY_HITS hits, whichever
+// key makes the last of them.
 const HOUR = 3600;
 const MINUTE = 60;
-const SWEEP_EVERY = 10_000;
 
 /** The state of one kind, under a Redis prefix of its own, closed and dropped when the test ends. */
 function stateOf(kind: 'memory' | 'redis', t: ExecutionContext): State {
@@ -31,12 +31,10 @@ for (const kind of ['memory', 'redis'] as const) {
     for (let i = 0; i < 5; i++) await state.counters.hit('env\u0000hourly-actor\u0000export', HOUR, now);
     // Two minutes on, the one-minute key's bucket is new and the hour's is the same.
     const later = now + 2 * MINUTE * 1000;
-    for (let i = 0; i < SWEEP_EVERY; i++) await state.counters.hit(`env\u0000actor-${i % 50}\u0000payment`, MINUTE, later);
+    for (let i = 0; i < SWEEP_EVERY_HITS; i++) await state.counters.hit(`env\u0000actor-${i % 50}\u0000payment`, MINUTE, later);
     t.is(await state.counters.hit('env\u0000hourly-actor\u0000export', HOUR, later), 6);
   });
-}
 
-for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] a key whose policy changed its window counts afresh`, async (t) => {
     const state = stateOf(kind, t);
     const now = midHour();
