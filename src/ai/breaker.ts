@@ -52,10 +52,19 @@ export class CircuitBreaker {
     return false;
   }
 
+  /**
+   * While closed, a success resets the consecutive count; only the half-open trial closes the
+   * breaker. A call that went out before the breaker opened and succeeds after is ignored: the
+   * cool-down and the trial stand.
+   */
   onSuccess(): void {
-    this.trialInFlight = false;
-    this.failures = 0;
-    if (this.current !== 'closed') this.transition('closed');
+    if (this.current === 'closed') {
+      this.failures = 0;
+    } else if (this.current === 'half_open' && this.trialInFlight) {
+      this.trialInFlight = false;
+      this.failures = 0;
+      this.transition('closed');
+    }
   }
 
   onFailure(): void {

@@ -5,7 +5,7 @@ import { DECISIONS } from '../api/types.js';
 import type { DecisionEvent, EvaluateRequest, EventFilters, EventPage, IngestRecord, IngestResponse } from '../api/types.js';
 import { TpsError } from './errors.js';
 import { failureModeFor, validateFailureMode, type FailureMode, type FailureModeOption } from './failure-mode.js';
-import { DEFAULT_RETRY, withRetry, type RetryPolicy } from './retry.js';
+import { retryPolicy, withRetry, type RetryPolicy } from './retry.js';
 import { syntheticDecision, type Evaluation } from './synthetic.js';
 import { send, type FetchLike, type TransportConfig } from './transport.js';
 
@@ -81,7 +81,7 @@ export function createClient(options: ClientOptions): TpsClient {
     timeoutMs: options.timeoutMs ?? 2_000,
     fetch: fetchImpl,
   };
-  const retry: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
+  const retry: RetryPolicy = retryPolicy(options.retry);
 
   async function evaluate(tx: EvaluateRequest, callOptions: EvaluateOptions = {}): Promise<Evaluation> {
     const mode = callOptions.failureMode ?? failureModeFor(options.failureMode, tx.operationKey);

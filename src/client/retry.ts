@@ -12,11 +12,34 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 3, baseDelayMs: 200, maxDelayMs: 5_000 };
 
+/**
+ * The caller's policy over the defaults, field by field: `{ retries: undefined }` keeps the default
+ * rather than retrying forever. A value that is not a finite number >= 0 throws at construction.
+ */
+export function retryPolicy(given: Partial<RetryPolicy> | undefined): RetryPolicy {
+  const policy = { ...DEFAULT_RETRY };
+  for (const name of Object.keys(DEFAULT_RETRY) as (keyof RetryPolicy)[]) {
+    const value: unknown = given?.[name];
+    if (value === undefined) continue;
+    const whole = name === 'retries';
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (whole && !Number.isInteger(value))) {
+      throw new TypeError(`TPS: retry.${name} must be ${whole ? 'a whole number' : 'a finite number'} >= 0, got ${String(value)}`);
+    }
+    policy[name] = value;
+  }
+  return policy;
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export function backoffMs(attempt: number, policy: RetryPolicy, retryAfterSeconds?: number): number {
-  // The server's retry-after wins: it knows when capacity comes back.
-  if (retryAfterSeconds !== undefined) return Math.min(policy.maxDelayMs, retryAfterSeconds * 1000);
+/** How long to wait before retry `attempt`, or undefined to give up now. */
+export function backoffMs(attempt: number, policy: RetryPolicy, retryAfterSeconds?: number): number | undefined {
+  // The server's retry-after wins: it knows when capacity comes back. Retrying sooner would only
+  // spend the key's quota on answers sure to be 429, so past our cap we give up instead.
+  if (retryAfterSeconds !== undefined) {
+    const wait = retryAfterSeconds * 1000;
+    return wait > policy.maxDelayMs ? undefined : wait;
+  }
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
@@ -28,7 +51,9 @@ export async function withRetry<T>(policy: RetryPolicy, run: () => Promise<T>): 
     } catch (err) {
       const retryable = err instanceof TpsError && err.unavailable;
       if (!retryable || attempt >= policy.retries) throw err;
-      await sleep(backoffMs(attempt, policy, err.retryAfterSeconds));
+      const wait = backoffMs(attempt, policy, err.retryAfterSeconds);
+      if (wait === undefined) throw err; // it carries retryAfterSeconds for the caller to schedule
+      await sleep(wait);
     }
   }
 }

@@ -38,7 +38,7 @@ export interface Settings {
   /** Hot reload (docs/policy-as-code.md): watch operations/ and rules/ (TPS_WATCH_CONFIG), debounced. SIGHUP reloads either way. */
   watchConfig: boolean;
   watchDebounceMs: number;
-  /** Decision Logs and Event Stream (docs/events.md). */
+  /** Decision Logs and Event Stream (the README section of that name). */
   events: { retentionDays: number; streamHeartbeatMs: number; streamPollMs: number; streamMaxQueue: number };
 }
 
@@ -80,6 +80,18 @@ function str(env: Env, name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+/** An http(s) URL, checked at start rather than at the first call that needs it. */
+function httpUrl(env: Env, name: string): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const protocol = URL.canParse(raw.trim()) ? new URL(raw.trim()).protocol : undefined;
+  if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  return raw;
+}
+
+// pino's levels; pino itself refuses any other name (and any other case) with a message that does not name the variable.
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
 /** The address a client on this machine reaches a server bound to host and port at. */
 export function localUrl(host: string, port: number): string {
   return `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`;
@@ -88,7 +100,7 @@ export function localUrl(host: string, port: number): string {
 export function readSettings(env: Env = process.env): Settings {
   const aiTimeout = str(env, 'TPS_AI_TIMEOUT_MS');
   return {
-    port: int(env, 'PORT', 8787),
+    port: numberIn(env, 'PORT', 8787, (v) => Number.isInteger(v) && v >= 0 && v <= 65535, 'an integer from 0 to 65535'),
     host: str(env, 'HOST') ?? '0.0.0.0',
     databaseUrl: str(env, 'DATABASE_URL'),
     redisUrl: str(env, 'REDIS_URL'),
@@ -98,7 +110,7 @@ export function readSettings(env: Env = process.env): Settings {
     secretKey: str(env, 'TPS_SECRET_KEY'),
     publishableKey: str(env, 'TPS_PUBLISHABLE_KEY'),
     maxBodyBytes: int(env, 'TPS_MAX_BODY_BYTES', 65536, 1),
-    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     challengeTtlSeconds: int(env, 'TPS_CHALLENGE_TTL_SECONDS', 600, 1),
     keyRateLimitPerMinute: int(env, 'TPS_KEY_RATE_LIMIT_PER_MINUTE', 0),
     keyCacheMs: int(env, 'TPS_KEY_CACHE_MS', 1000),
@@ -113,7 +125,7 @@ export function readSettings(env: Env = process.env): Settings {
     sqlitePageSize: numberIn(env, 'TPS_SQLITE_PAGE_SIZE', PAGE_SIZE, (v) => Number.isInteger(v) && v >= 1024 && v <= 65536 && (v & (v - 1)) === 0, 'a power of two from 1024 to 65536'),
     serverTiming: bool(env, 'TPS_SERVER_TIMING', false),
     ai: {
-      url: str(env, 'TPS_AI_URL'),
+      url: httpUrl(env, 'TPS_AI_URL'),
       model: str(env, 'TPS_AI_MODEL'),
       apiKey: str(env, 'TPS_AI_API_KEY'),
       timeoutMs: aiTimeout === undefined ? undefined : int(env, 'TPS_AI_TIMEOUT_MS', 300, 1),

@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import { ApiError, invalidJson } from '../api/errors.js';
 import type { ErrorBody } from '../api/types.js';
 import type { Principal, KeyRing } from '../auth/keyring.js';
-import { kindOf } from '../auth/keys.js';
+import { bearerKey, kindOf } from '../auth/keys.js';
 import type { VelocityCounter } from '../state/counters.js';
 import { safeError, type Logger } from './logger.js';
 
@@ -33,6 +33,7 @@ function send(ctx: Ctx, status: number, body: ErrorBody, headers?: Record<string
 /** CONTRACT's error body for every failure; a stack trace never leaves the process. */
 export const errors = (log: Logger): Middleware => async (ctx, next) => {
   try {
+    refuseControlInPath(ctx);
     await next();
     if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
@@ -47,11 +48,30 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
   }
 };
 
-/** What reading a body (raw-body, co-body, koa-bodyparser) threw, as the client's error. */
+// A percent-encoded control character (C0, DEL, C1 as UTF-8) in the path. Every id a path can
+// carry (GET /api/events/{telemetryId}) refuses them, and a NUL would reach the store's query.
+const CONTROL_IN_PATH = /%(?:[01][0-9a-f]|7f|c2%[89][0-9a-f])/i;
+
+/** Checked here, before any route, as the one place every path passes through. */
+function refuseControlInPath(ctx: Ctx): void {
+  if (CONTROL_IN_PATH.test(ctx.path)) {
+    throw new ApiError('invalid_request', 'the URL path is invalid', [{ path: '(url path)', message: 'the URL path must not contain control characters' }]);
+  }
+}
+
+/** What reading a body (raw-body, co-body, koa-bodyparser, zlib through inflation) threw, as the client's error. */
 function bodyError(err: unknown): ApiError | undefined {
-  const e = err as { status?: number; type?: string } | undefined;
+  const e = err as { status?: number; type?: string; code?: unknown; errno?: unknown; message?: string } | undefined;
   if (e?.type === 'entity.too.large' || e?.status === 413) return new ApiError('payload_too_large', 'the request body is larger than the limit');
   if (e?.type === 'entity.parse.failed' || (e?.status === 400 && err instanceof SyntaxError)) return invalidJson();
+  // zlib's own error (Z_DATA_ERROR, Z_BUF_ERROR; Brotli's ERR__ERROR_…): the body is not what its content-encoding says.
+  if (typeof e?.errno === 'number' && typeof e.code === 'string' && /^(?:Z_|ERR__ERROR_)/.test(e.code)) {
+    return new ApiError('invalid_json', 'the request body could not be decoded as its content-encoding says');
+  }
+  // inflation's 415 (no type): a content-encoding other than gzip, deflate, br or identity.
+  if (e?.status === 415 && e.type === undefined && e.message?.startsWith('Unsupported Content-Encoding')) {
+    return new ApiError('unsupported_media_type', 'the request body\'s content-encoding is not supported (gzip, deflate, br or none)');
+  }
   if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new ApiError('unsupported_media_type', 'the request body must be JSON (content-type: application/json)');
   }
@@ -60,18 +80,21 @@ function bodyError(err: unknown): ApiError | undefined {
 
 /** Refuses bodies that do not say they are JSON before anything reads them. */
 export const requireJson = (): Middleware => async (ctx, next) => {
-  if (!ctx.is('application/json')) throw new ApiError('unsupported_media_type', 'content-type must be application/json');
+  // ctx.is answers null for a request with neither content-length nor transfer-encoding (curl -X
+  // POST without -d), whatever its content-type: a JSON one then goes on, its empty body read as
+  // {}, and gets 400 invalid_request naming the missing fields.
+  const json = ctx.is('application/json');
+  const bodilessJson = json === null && ctx.request.type.trim().toLowerCase() === 'application/json';
+  if (!json && !bodilessJson) throw new ApiError('unsupported_media_type', 'content-type must be application/json');
   await next();
 };
 
 /** Bearer secret keys only; publishable keys belong to the browser client. */
 export const authenticate = (keys: KeyRing): Middleware => async (ctx, next) => {
-  const header = ctx.get('authorization');
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) {
+  const key = bearerKey(ctx.get('authorization'));
+  if (key === undefined) {
     throw new ApiError('missing_api_key', 'send the secret key as "authorization: Bearer svc_sec_…"', undefined, { 'www-authenticate': 'Bearer' });
   }
-  const key = match[1]!;
   const principal = kindOf(key) ? await keys.authenticate(key) : undefined;
   if (!principal) throw new ApiError('invalid_api_key', 'the API key is unknown or revoked', undefined, { 'www-authenticate': 'Bearer error="invalid_token"' });
   if (principal.kind !== 'secret') throw new ApiError('publishable_key_not_allowed', 'a publishable key (svc_pub_) cannot call a server endpoint; use the secret key from server code');

@@ -31,7 +31,10 @@ export type Verifier<R> = (proof: string, context: VerifyContext<R>) => MaybePro
 
 export interface DecisionOptions<R> {
   client: Pick<TpsClient, 'evaluate'>;
-  /** The protected operation. Default: the x-svc-operation-key header (prefer fixing it per route). */
+  /**
+   * The protected operation. Unset: the x-svc-operation-key header (prefer fixing it per route). A
+   * function that returns nothing halts with 400 missing_operation_key; the header is not consulted.
+   */
   operationKey?: string | ((request: R) => string | undefined);
   /** Default: the framework's user ({ id, role, roles }) as an authenticated actor, else anonymous. */
   actor?: (request: R) => MaybePromise<Actor>;
@@ -99,9 +102,18 @@ function report<R>(options: DecisionOptions<R>, error: unknown, request: R): voi
 
 export async function decide<R>(request: R, view: RequestView, options: DecisionOptions<R>): Promise<Outcome> {
   try {
-    const configured = typeof options.operationKey === 'function' ? options.operationKey(request) : options.operationKey;
-    const operationKey = configured ?? view.header(HEADERS.operationKey)?.trim();
-    if (!operationKey) return halt('block', 400, 'missing_operation_key', `No protected operation named (send ${HEADERS.operationKey}).`);
+    // The header only when the app configured nothing: a resolver that finds no key must not hand
+    // the choice of operation to the browser.
+    const operationKey =
+      options.operationKey === undefined
+        ? view.header(HEADERS.operationKey)?.trim()
+        : typeof options.operationKey === 'function'
+          ? options.operationKey(request)
+          : options.operationKey;
+    if (!operationKey) {
+      const hint = options.operationKey === undefined ? ` (send ${HEADERS.operationKey})` : '';
+      return halt('block', 400, 'missing_operation_key', `No protected operation named${hint}.`);
+    }
 
     let transaction = await buildTransaction(request, view, options, operationKey);
     const carried = carriedProof(view, options);

@@ -1,16 +1,35 @@
 import { CHALLENGE_TYPES, type EvaluateRequest } from '../api/types.js';
-import { compileCheck, mapOf, strictObject, yup } from './kit.js';
+import { compileCheck, finite, freeForm, id, mapOf, strictObject, text, yup } from './kit.js';
+import { MAX_CLOCK_SKEW_MS, parseInstant } from './timestamp.js';
 
 // SPEC 2.1 and the bounds of SPEC 8. Strings carry identifiers, so they are short; the caps stop a
 // caller from parking whole records in fields meant for ids (SPEC 1, last point).
-const id = (max = 256) => yup.string().min(1).max(max);
-const names = () => yup.array(yup.string().min(1).max(128).required()).max(200);
+const names = () => yup.array(id(128).required()).max(200);
 const count = () => yup.number().integer().min(0);
 
-const isoTimestamp = yup
+/** The clock a request is validated against (a fixture's `at`); default now. */
+export interface ValidationClock {
+  nowMs: number;
+}
+
+// An offset is required (without one the answer would depend on the server's time zone), and a
+// signal from the future would read as "just now" for as long as the caller likes.
+const signalTimestamp = yup
   .string()
   .max(64)
-  .test('iso8601', '${path} must be an ISO 8601 timestamp', (v) => v === undefined || (/^\d{4}-\d{2}-\d{2}T/.test(v) && !Number.isNaN(Date.parse(v))));
+  .test({
+    name: 'timestamp',
+    skipAbsent: true,
+    test(v: string | undefined) {
+      if (v === undefined) return true;
+      const at = parseInstant(v);
+      if (at === undefined) return this.createError({ message: '${path} must be an ISO 8601 date-time with an offset, on a real date (2025-01-08T12:00:00Z, 2025-01-08T13:00:00+01:00)' });
+      const now = (this.options.context as ValidationClock | undefined)?.nowMs ?? Date.now();
+      return at <= now + MAX_CLOCK_SKEW_MS || this.createError({ message: `\${path} must not be more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes in the future` });
+    },
+  });
+
+const requestDataShape = { requestedCount: count(), fields: names(), amount: finite(), currency: text(16) };
 
 export const evaluateRequestSchema = strictObject({
   operationKey: id(128).required(),
@@ -20,7 +39,7 @@ export const evaluateRequestSchema = strictObject({
     role: id(128),
     roles: names(),
     trusted: yup.boolean(),
-    sessionAgeMinutes: yup.number().min(0),
+    sessionAgeMinutes: finite().min(0),
   })
     .default(undefined)
     .required(),
@@ -33,25 +52,22 @@ export const evaluateRequestSchema = strictObject({
     .default(undefined)
     .required(),
   requestData: yup
-    .object({
-      requestedCount: count(),
-      fields: names(),
-      amount: yup.number(),
-      currency: yup.string().max(16),
-    })
+    .object(requestDataShape)
     .strict()
-    .default(undefined),
+    .default(undefined)
+    // Any other keys are the caller's own: safe keys and strings, finite numbers, bounded nesting.
+    .test(freeForm(Object.keys(requestDataShape))),
   session: strictObject({
     sessionId: id(),
     tabId: id(),
     isNewDevice: yup.boolean(),
     continuityStrength: yup.number().min(0).max(1),
-    recentHumanSignalAt: isoTimestamp,
-    recentHumanSignalAgeSeconds: yup.number().min(0),
+    recentHumanSignalAt: signalTimestamp,
+    recentHumanSignalAgeSeconds: finite().min(0),
     geoChanged: yup.boolean(),
     networkChanged: yup.boolean(),
-    ipAddress: yup.string().max(64),
-    userAgent: yup.string().max(1024),
+    ipAddress: text(64),
+    userAgent: text(1024),
   }).default(undefined),
   metadata: strictObject({
     requestedCount: count(),
@@ -62,8 +78,8 @@ export const evaluateRequestSchema = strictObject({
     objectAccessRare: yup.boolean(),
     suspiciousTimeWindow: yup.boolean(),
     localHour: yup.number().integer().min(0).max(23),
-    proofToken: yup.string().max(4096),
-    notes: yup.string().max(1000),
+    proofToken: text(4096),
+    notes: text(1000),
   }).default(undefined),
   challengeResult: strictObject({
     type: yup.string().oneOf(CHALLENGE_TYPES),

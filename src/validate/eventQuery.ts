@@ -1,28 +1,29 @@
 import { DECISIONS, EVENT_SOURCES, RISK_BANDS, type ErrorDetail } from '../api/types.js';
 import { decodeCursor } from '../events/cursor.js';
 import type { EventFilter } from '../store/eventFilter.js';
-import { check, strictObject, yup } from './kit.js';
+import { check, id, strictObject, yup } from './kit.js';
+import { parseInstant } from './timestamp.js';
 
 // CONTRACT "Decision Logs": the query string of GET /api/events and GET /api/events/stream. A bad
 // value is a 400 that names the parameter, never an empty list; an unknown parameter too, so a typo
 // (`?decison=deny`) cannot silently widen a search.
 const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
-// A date (UTC midnight) or a date-time with its offset; a time without an offset would be ambiguous.
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
 
-const value = (max = 256) => yup.string().min(1).max(max);
+// A date (UTC midnight) or a date-time with its offset, on a real date; a time without an offset
+// would be ambiguous.
+const dateOrInstant = (v: string) => parseInstant(v, { allowDate: true });
 const instant = () =>
   yup
     .string()
-    .test('iso8601', '${path} must be an ISO 8601 date or date-time with an offset (2024-05-01 or 2024-05-01T12:00:00Z)', (v) => v === undefined || (ISO_8601.test(v) && !Number.isNaN(Date.parse(v))));
+    .test('iso8601', '${path} must be an ISO 8601 date or date-time with an offset, on a real date (2024-05-01 or 2024-05-01T12:00:00Z)', (v) => v === undefined || dateOrInstant(v) !== undefined);
 
 const filterShape = {
-  operationKey: value(128),
-  actorId: value(),
-  resourceType: value(128),
-  resourceId: value(),
+  operationKey: id(128),
+  actorId: id(),
+  resourceType: id(128),
+  resourceId: id(),
   decision: yup.string().oneOf(DECISIONS),
   riskBand: yup.string().oneOf(RISK_BANDS),
   source: yup.string().oneOf(EVENT_SOURCES),
@@ -53,8 +54,8 @@ export function validateEventQuery(query: Record<string, unknown>, options: { st
   const checked = check<Query>((options.stream ? streamSchema : listSchema) as unknown as yup.Schema<Query>, { ...query });
   if (!checked.ok) return checked;
   const q = checked.value;
-  const fromMs = q.from === undefined ? undefined : Date.parse(q.from);
-  const toMs = q.to === undefined ? undefined : Date.parse(q.to);
+  const fromMs = q.from === undefined ? undefined : dateOrInstant(q.from);
+  const toMs = q.to === undefined ? undefined : dateOrInstant(q.to);
   if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs) return { ok: false, details: [{ path: 'to', message: 'to must be later than from' }] };
   const filter: EventFilter = {
     operationKey: q.operationKey,

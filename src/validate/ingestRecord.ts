@@ -1,5 +1,5 @@
 import { DECISIONS, type IngestRecord } from '../api/types.js';
-import { check, mapOf, strictObject, yup } from './kit.js';
+import { check, freeFormProblem, id as identifier, mapOf, strictObject, yup } from './kit.js';
 
 // SPEC 2.3 with the bounds of SPEC 8. Lengths match the events columns; the telemetryId alphabet
 // keeps it usable as-is in GET /api/events/{telemetryId}.
@@ -7,7 +7,7 @@ const TELEMETRY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
 const SUMMARY_MAX_BYTES = 4096;
 
-const id = (max: number) => yup.string().min(1).max(max).required();
+const id = (max: number) => identifier(max).required();
 
 export const ingestRecordSchema = strictObject({
   operationKey: id(128),
@@ -23,7 +23,17 @@ export const ingestRecordSchema = strictObject({
     .object()
     .default(undefined)
     .required()
-    .test('compact', `\${path} must be at most ${SUMMARY_MAX_BYTES} bytes of JSON`, (v) => v === undefined || Buffer.byteLength(JSON.stringify(v)) <= SUMMARY_MAX_BYTES),
+    // One test: the walk first, so JSON.stringify never meets a summary nested deep enough to overflow it.
+    .test({
+      name: 'summary',
+      skipAbsent: true,
+      test(v: object | undefined) {
+        if (typeof v !== 'object' || v === null) return true;
+        const problem = freeFormProblem(v, this.path);
+        if (problem) return this.createError(problem);
+        return Buffer.byteLength(JSON.stringify(v)) <= SUMMARY_MAX_BYTES || this.createError({ message: `\${path} must be at most ${SUMMARY_MAX_BYTES} bytes of JSON` });
+      },
+    }),
   decision: yup.string().required().oneOf(DECISIONS),
   score: yup.number().required().min(0).max(100),
   reasons: yup

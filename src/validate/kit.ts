@@ -27,6 +27,72 @@ yup.setLocale({
 
 export { yup };
 
+// Strings reach the store's text columns and the group commit's single jsonb parameter on
+// PostgreSQL, which refuses NUL and unpaired surrogates and with them the whole batch: such a
+// string is the caller's 400 here, never a failed commit. Identifiers refuse every control
+// character (C0, DEL, C1) too; free text only what the store cannot hold.
+const CONTROL_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u;
+const NUL_OR_LONE_SURROGATE = /[\u0000\p{Cs}]/u;
+const SAFE_ID_MESSAGE = 'must not contain control characters or unpaired surrogates';
+const SAFE_TEXT_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
+const safeId = { name: 'safe-id', message: `\${path} ${SAFE_ID_MESSAGE}`, skipAbsent: true, test: (v: string | undefined) => v === undefined || !CONTROL_OR_LONE_SURROGATE.test(v) };
+const safeText = { name: 'safe-text', message: `\${path} ${SAFE_TEXT_MESSAGE}`, skipAbsent: true, test: (v: string | undefined) => v === undefined || !NUL_OR_LONE_SURROGATE.test(v) };
+
+/** An identifier: 1 to `max` characters, no control characters, well-formed UTF-16. */
+export const id = (max = 256) => yup.string().min(1).max(max).test(safeId);
+/** Free text: at most `max` characters, no NUL, well-formed UTF-16. */
+export const text = (max: number) => yup.string().max(max).test(safeText);
+/** A number JSON can carry: 1e400 parses to Infinity, which yup's number() accepts. */
+export const finite = () => yup.number().test({ name: 'finite', message: '${path} must be a finite number', skipAbsent: true, test: (v: number | undefined) => v === undefined || Number.isFinite(v) });
+
+/** How deeply free-form JSON (requestData's own keys, an ingested requestSummary) may nest objects and arrays. */
+export const MAX_NESTING = 8;
+
+/**
+ * The first problem of a free-form JSON object, or undefined: a key that is not a safe identifier,
+ * a string that is not safe text, a number that is not finite, or objects and arrays nested more
+ * than MAX_NESTING deep (later JSON.stringify calls recurse and would overflow the stack). Walks
+ * with a list of its own, so a deep value cannot overflow it here. `skip` names top-level keys
+ * checked by a schema of their own.
+ */
+export function freeFormProblem(root: object, path: string, skip?: ReadonlySet<string>): { path: string; message: string } | undefined {
+  const pending: [value: object, path: string, depth: number][] = [[root, path, 0]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, at, depth] = next;
+    const isArray = Array.isArray(value);
+    for (const key of Object.keys(value)) {
+      if (depth === 0 && skip?.has(key)) continue;
+      if (!isArray && CONTROL_OR_LONE_SURROGATE.test(key)) return { path: at, message: `${at} has a key that ${SAFE_ID_MESSAGE}` };
+      const child = (value as Record<string, unknown>)[key];
+      // The path is built only for a problem or a container: most values are fine scalars.
+      const childPath = () => (isArray ? `${at}[${key}]` : `${at}.${key}`);
+      if (typeof child === 'string') {
+        if (NUL_OR_LONE_SURROGATE.test(child)) return { path: childPath(), message: `${childPath()} ${SAFE_TEXT_MESSAGE}` };
+      } else if (typeof child === 'number') {
+        if (!Number.isFinite(child)) return { path: childPath(), message: `${childPath()} must be a finite number` };
+      } else if (typeof child === 'object' && child !== null) {
+        if (depth + 1 > MAX_NESTING) return { path: childPath(), message: `${childPath()} nests objects and arrays deeper than ${MAX_NESTING} levels` };
+        pending.push([child, childPath(), depth + 1]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** freeFormProblem as a yup test, for an object schema. */
+export function freeForm(declared: string[] = []) {
+  const skip = new Set(declared);
+  return {
+    name: 'free-form',
+    skipAbsent: true,
+    test(this: yup.TestContext, v: object | null | undefined) {
+      if (typeof v !== 'object' || v === null) return true;
+      const problem = freeFormProblem(v, this.path, skip);
+      return problem ? this.createError(problem) : true;
+    },
+  };
+}
+
 const join = (base: string | undefined, key: string): string => (base ? `${base}.${key}` : key);
 
 /** An object schema that rejects (and names) every key it does not declare. */
@@ -85,9 +151,9 @@ export function toDetails(err: yup.ValidationError): ErrorDetail[] {
 }
 
 /** Validates without casting; returns the value typed, or the list of problems. */
-export function check<T>(schema: yup.Schema<T>, value: unknown): { ok: true; value: T } | { ok: false; details: ErrorDetail[] } {
+export function check<T>(schema: yup.Schema<T>, value: unknown, context?: object): { ok: true; value: T } | { ok: false; details: ErrorDetail[] } {
   try {
-    return { ok: true, value: schema.validateSync(value, { strict: true, abortEarly: false }) as T };
+    return { ok: true, value: schema.validateSync(value, { strict: true, abortEarly: false, context }) as T };
   } catch (err) {
     if (err instanceof yup.ValidationError) return { ok: false, details: toDetails(err) };
     throw err;
@@ -99,7 +165,8 @@ export function check<T>(schema: yup.Schema<T>, value: unknown): { ok: true; val
  * returned as is (yup in strict mode returns the very same value); anything else gets yup's full
  * answer, so every error message and path is yup's.
  */
-export function compileCheck<T>(schema: yup.Schema<T>): (value: unknown) => ReturnType<typeof check<T>> {
+export function compileCheck<T>(schema: yup.Schema<T>): (value: unknown, context?: object) => ReturnType<typeof check<T>> {
   const fast = compileFastAccept(schema);
-  return (value) => (fast(value) ? { ok: true, value: value as T } : check(schema, value));
+  // The fast path has no context: a check with one (a fixture's clock) is yup's.
+  return (value, context) => (context === undefined && fast(value) ? { ok: true, value: value as T } : check(schema, value, context));
 }

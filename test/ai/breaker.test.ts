@@ -98,3 +98,27 @@ test('advisor: a failed half-open trial reopens the breaker', async (t) => {
   await advisor.assess(view, settings());
   t.is(fake.requests.length, 2);
 });
+
+test('breaker: a call that went out while closed and succeeds after it opened does not close it', (t) => {
+  let now = 0;
+  const seen: string[] = [];
+  const b = new CircuitBreaker({ failureThreshold: 2, coolDownMs: 1000, now: () => now, onStateChange: (s) => seen.push(s) });
+  t.true(b.tryAcquire(), 'a slow call goes out while closed');
+  t.true(b.tryAcquire());
+  t.true(b.tryAcquire());
+  b.onFailure();
+  b.onFailure();
+  t.is(b.state, 'open');
+  b.onSuccess(); // the slow call lands
+  t.is(b.state, 'open', 'the cool-down stands');
+  t.false(b.tryAcquire());
+
+  now = 1000;
+  t.is(b.state, 'half_open');
+  b.onSuccess(); // another late one, before any trial went out
+  t.is(b.state, 'half_open', 'only the trial closes it');
+  t.true(b.tryAcquire(), 'the trial');
+  b.onSuccess();
+  t.is(b.state, 'closed');
+  t.deepEqual(seen, ['open', 'half_open', 'closed']);
+});

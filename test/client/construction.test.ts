@@ -31,3 +31,17 @@ test('failureMode resolves per operation, then default, then closed', (t) => {
   t.is(failureModeFor('open', 'x'), 'open');
   t.is(failureModeFor({ operations: {} }, 'toString'), 'closed');
 });
+
+test('a retry field given as undefined keeps its default; a bad one is refused at construction', (t) => {
+  t.notThrows(() => createClient({ baseUrl, secretKey: 'svc_sec_x', retry: { retries: undefined, baseDelayMs: undefined, maxDelayMs: undefined } }));
+  t.notThrows(() => createClient({ baseUrl, secretKey: 'svc_sec_x', retry: { retries: 0, baseDelayMs: 0, maxDelayMs: 0 } }));
+  for (const [retry, message] of [
+    [{ retries: -1 }, /retry\.retries must be a whole number >= 0, got -1/],
+    [{ retries: 1.5 }, /retry\.retries/],
+    [{ retries: Infinity }, /retry\.retries/],
+    [{ baseDelayMs: Number.NaN }, /retry\.baseDelayMs must be a finite number >= 0, got NaN/],
+    [{ maxDelayMs: '5000' }, /retry\.maxDelayMs/],
+  ] as const) {
+    t.throws(() => createClient({ baseUrl, secretKey: 'svc_sec_x', retry: retry as never }), { instanceOf: TypeError, message }, JSON.stringify(retry));
+  }
+});

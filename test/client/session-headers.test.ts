@@ -40,7 +40,24 @@ test('malformed or hostile values are dropped, strength is clamped', (t) => {
   t.deepEqual(parseContinuity('strength=abc, new-device=1'), { newDevice: true });
 });
 
-test('a future timestamp gives age 0, not a negative age', (t) => {
-  const session = sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2030-01-01T00:00:00Z' }), Date.parse('2025-01-01T00:00:00Z'));
+test('a timestamp slightly ahead (clock skew) gives age 0, not a negative age', (t) => {
+  const session = sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2025-01-01T00:04:00Z' }), Date.parse('2025-01-01T00:00:00Z'));
+  t.is(session.recentHumanSignalAt, '2025-01-01T00:04:00.000Z');
   t.is(session.recentHumanSignalAgeSeconds, 0);
+});
+
+test('a timestamp more than 5 minutes ahead is dropped: TPS would refuse it', (t) => {
+  const now = Date.parse('2025-01-01T00:00:00Z');
+  t.deepEqual(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2025-01-01T00:05:01Z' }), now), {});
+  t.deepEqual(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2030-01-01T00:00:00Z', 'x-svc-continuity': 'signal-age=0' }), now), {});
+  t.is(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2025-01-01T00:05:00Z' }), now).recentHumanSignalAt, '2025-01-01T00:05:00.000Z', '5 minutes exactly is kept');
+});
+
+test('a timestamp whose ISO form is not a 4-digit year is dropped', (t) => {
+  const now = Date.parse('2025-01-01T00:00:00Z');
+  for (const value of ['+010000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z', '-271821-04-20T00:00:00Z']) {
+    t.false(Number.isNaN(Date.parse(value)), `${value} parses`);
+    t.deepEqual(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': value }), now), {}, value);
+  }
+  t.is(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '0001-01-01T00:00:00Z' }), now).recentHumanSignalAt, '0001-01-01T00:00:00.000Z');
 });

@@ -1,0 +1,33 @@
+// The one reading of a caller's timestamp: session.recentHumanSignalAt, the Decision Log's from/to
+// and a fixture's `at`. Date.parse alone reads an offset-less time in the server's zone and rolls
+// 2025-02-30 over to March, so the fields are checked here and the instant is computed from them.
+
+/** How far ahead of TPS's clock a caller's "when" may be: clocks drift, the future does not happen yet. */
+export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:Z|([+-])(\d{2}):?(\d{2})))?$/;
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const daysIn = (year: number, month: number) => (month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : DAYS[month - 1]!);
+
+/**
+ * Milliseconds since the epoch of an ISO 8601 date-time with an offset (Z, ±hh:mm or ±hhmm), or,
+ * with `allowDate`, of a plain date (UTC midnight). undefined for anything else, dates and times
+ * that do not exist (2025-02-30, 24:00, 12:60) included.
+ */
+export function parseInstant(text: string, options: { allowDate?: boolean } = {}): number | undefined {
+  const m = ISO_8601.exec(text);
+  if (!m) return undefined;
+  if (m[4] === undefined && !options.allowDate) return undefined;
+  // A plain date is midnight: absent time parts are 0.
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((s) => Number(s ?? 0)) as [number, number, number, number, number, number];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
+  const offsetHours = Number(m[9] ?? 0);
+  const offsetMinutes = Number(m[10] ?? 0);
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined;
+  const offset = (m[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes);
+  // setUTCFullYear, not Date.UTC, which reads years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0').slice(0, 3));
+  return date.getTime() + ((hour * 60 + minute - offset) * 60 + second) * 1000 + millis;
+}
