@@ -55,7 +55,7 @@ export interface Tps {
   /** The CPUs TPS_EVALUATE_THREAD=auto counted (config/cpus.ts). */
   cpus: number;
   metrics: Metrics;
-  /** Decision Logs and Event Stream (docs/events.md). */
+  /** Decision Logs and Event Stream (the README section of that name). */
   ingestor: Ingestor;
   hub: EventHub;
   retention: RetentionPruner;
@@ -187,6 +187,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       hub,
       policyVersions,
       stream: { maxQueue: settings.events.streamMaxQueue, pageSize: 200, heartbeatMs: settings.events.streamHeartbeatMs, stallMs: 60_000, retryMs: 2000 },
+      keys,
     });
     // A cluster worker's are the whole service's (src/cluster/metrics.ts).
     const metricsText = options.metricsText?.(metrics.registry) ?? (() => metrics.registry.metrics());

@@ -4,6 +4,9 @@ import type { KeyKind, KeyRecord, KeyStore } from '../store/keyStore.js';
 export const SECRET_PREFIX = 'svc_sec_';
 export const PUBLISHABLE_PREFIX = 'svc_pub_';
 
+/** The key of an `authorization: Bearer …` header, or undefined when it has none. */
+export const bearerKey = (header: string): string | undefined => /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+
 export const prefixOf = (kind: KeyKind): string => (kind === 'secret' ? SECRET_PREFIX : PUBLISHABLE_PREFIX);
 
 export function kindOf(key: string): KeyKind | undefined {

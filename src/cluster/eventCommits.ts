@@ -17,43 +17,24 @@ import { answerWorkers, isMessage, primaryRequests } from './primaryRequests.js'
  */
 type Kind = 'insertAlone' | 'insertNew';
 type Request = { tps: 'events.commit'; id: number; kind: Kind; rows: readonly EventInsert[] };
-type Reply = { tps: 'events.committed'; id: number; stored?: EventRow[] } | { tps: 'events.failed'; id: number; message: string };
+// A failure's code goes with it: a worker's group commit tries its batch's events alone only after a row's fault (record/groupCommit.ts).
+type Reply = { tps: 'events.committed'; id: number; stored?: EventRow[] } | { tps: 'events.failed'; id: number; message: string; code?: string };
 
 const isRequest = isMessage<Request>('events.commit');
 const isReply = isMessage<Reply>('events.committed', 'events.failed');
 
-// A group's transaction failed: which of its batches failed it is known only by trying each alone.
-// A batch that was alone has failed for itself, and is not tried again.
-class GroupFailed extends Error {}
-
 /**
  * The primary's commits of the workers' batches. Evaluate's batches that reach it together share
  * one transaction: a worker has one batch of each kind on its way at a time, so `workers` batches
- * at most wait together. A group's transaction fails whole, whichever batch failed it, so each of
- * its batches is then committed alone: a batch fails only for a fault of its own, not for one of
- * another worker's. Ingest's batches are committed one by one (two may hold the same telemetryId).
+ * at most wait together. A group's transaction fails whole, whichever batch failed it, so after a
+ * row's fault each of its batches is committed alone (GroupCommitter): a batch fails only for a
+ * fault of its own, not for one of another worker's. Ingest's batches are committed one by one
+ * (two may hold the same telemetryId).
  */
 export function workersCommits(writer: EventWriter, workers: number): Pick<EventWriter, Kind> {
-  const grouped = new GroupCommitter<readonly EventInsert[]>(
-    async (batches) => {
-      try {
-        await writer.insertAlone(batches.flat());
-      } catch (err) {
-        throw batches.length > 1 ? new GroupFailed() : err;
-      }
-    },
-    workers,
-    0,
-  );
+  const grouped = new GroupCommitter<readonly EventInsert[]>((batches) => writer.insertAlone(batches.flat()), workers, 0);
   return {
-    async insertAlone(rows) {
-      try {
-        await grouped.append(rows);
-      } catch (err) {
-        if (!(err instanceof GroupFailed)) throw err;
-        await writer.insertAlone(rows);
-      }
-    },
+    insertAlone: (rows) => grouped.append(rows),
     insertNew: (rows) => writer.insertNew(rows),
   };
 }
@@ -61,18 +42,33 @@ export function workersCommits(writer: EventWriter, workers: number): Pick<Event
 /** The primary's side: every worker's batches, committed on `writer`, each answered to its worker. */
 export function commitWorkersEvents(writer: EventWriter, workers: number): void {
   const commits = workersCommits(writer, workers);
+  const failed = (m: Request, message: string): Reply => ({ tps: 'events.failed', id: m.id, message });
   answerWorkers(
     isRequest,
     async (m): Promise<Reply> => {
-      const stored = m.kind === 'insertNew' ? await commits.insertNew(m.rows) : await commits.insertAlone(m.rows);
-      return { tps: 'events.committed', id: m.id, ...(stored && { stored }) };
+      try {
+        const stored = m.kind === 'insertNew' ? await commits.insertNew(m.rows) : await commits.insertAlone(m.rows);
+        return { tps: 'events.committed', id: m.id, ...(stored && { stored }) };
+      } catch (err) {
+        const code = (err as { code?: unknown } | undefined)?.code;
+        return { ...failed(m, (err as Error)?.message ?? String(err)), ...(typeof code === 'string' && { code }) };
+      }
     },
-    (m, message): Reply => ({ tps: 'events.failed', id: m.id, message }),
+    failed,
   );
 }
 
-/** Why a worker's batch failed: the primary's writer said so, or the primary is gone. */
-export class PrimaryCommitError extends Error {}
+/** Why a worker's batch failed: the primary's writer said so (with its error's code), or the primary is gone. */
+export class PrimaryCommitError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+    /** The primary went away with the batch: it may have been committed (surelyNotCommitted). */
+    readonly uncertain = false,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * A worker's side: `local`'s event commits go to the primary instead; its transactions (the rare
@@ -80,10 +76,10 @@ export class PrimaryCommitError extends Error {}
  * fails, so no answer waiting for it is sent.
  */
 export function committedByPrimary(local: EventWriter): EventWriter {
-  const ask = primaryRequests(isReply, (why) => new PrimaryCommitError(`${why}; the batch may not be committed`));
+  const ask = primaryRequests(isReply, (why) => new PrimaryCommitError(`${why}; the batch may not be committed`, undefined, true));
   const commit = async (kind: Kind, rows: readonly EventInsert[]): Promise<EventRow[]> => {
     const reply = await ask((id): Request => ({ tps: 'events.commit', id, kind, rows }));
-    if (reply.tps === 'events.failed') throw new PrimaryCommitError(`the primary could not commit the batch: ${reply.message}`);
+    if (reply.tps === 'events.failed') throw new PrimaryCommitError(`the primary could not commit the batch: ${reply.message}`, reply.code);
     return reply.stored ?? [];
   };
   return {

@@ -27,8 +27,9 @@ export interface HubOptions {
  * evaluate path.
  *
  * `head` is the highest seq the hub has read. Writers commit in seq order (KnexEventStore), so every
- * event at or below head is committed and visible: a client catching up from the store up to head
- * and then joining misses nothing and sees nothing twice.
+ * event at or below head is committed and visible, and a joined listener is offered exactly the
+ * events past the head at its join: a client that joins and then reads the store up to that head,
+ * sending what it is offered meanwhile after that read, misses nothing and sees nothing twice.
  */
 export class EventHub {
   head = 0;
@@ -83,7 +84,7 @@ export class EventHub {
     return this.starting.then(() => this.head);
   }
 
-  /** Start pushing events after head to this listener (called synchronously after catching up to head). */
+  /** Start pushing events after the current head to this listener; what is at or below it, the listener reads from the store. */
   join(listener: Listener): void {
     const set = this.live.get(listener.environment) ?? new Set<Listener>();
     this.live.set(listener.environment, set.add(listener));

@@ -19,6 +19,10 @@ export interface StreamOptions {
   retryMs: number;
 }
 
+// An SSE stream cannot change its status: a revoked key's stream says why in a comment (a message
+// would read as an event) and ends; the client's reconnect then gets 401 invalid_api_key.
+const REVOKED = ': invalid_api_key: the API key is unknown or revoked\n\n';
+
 // One SSE frame per event, built once however many clients receive it.
 const frames = new WeakMap<StoredEvent, string>();
 function frameOf(e: StoredEvent): string {
@@ -55,18 +59,28 @@ export class StreamSubscriber implements Listener {
     readonly environment: string,
     private readonly filter: EventFilter,
     private readonly options: StreamOptions,
+    /** Whether the key the stream was opened with still stands; asked before events go out and at each heartbeat. */
+    private readonly keyStands: () => Promise<boolean> = async () => true,
   ) {}
 
   /**
    * Positions the stream before a byte is sent, so a store failure is still an ordinary error
    * answer, and so that once the client has the headers, every later commit reaches it. Without a
-   * cursor the stream starts at the hub's head: from now on.
+   * cursor the stream starts at the hub's head: from now on. False (and stopped) when the cursor
+   * is past the newest event: no event would ever be sent after it.
    */
-  async open(resumeAfter: number | undefined): Promise<void> {
+  async open(resumeAfter: number | undefined): Promise<boolean> {
     this.res.once('close', () => this.stop());
     this.hub.attach(this);
     try {
-      this.position = resumeAfter ?? (await this.hub.ready());
+      const head = await this.hub.ready();
+      // The hub may not have read another process's commit yet: only the store can refuse a cursor.
+      if (resumeAfter !== undefined && resumeAfter > head && resumeAfter > (await this.store.head())) {
+        this.stop();
+        return false;
+      }
+      this.position = resumeAfter ?? head;
+      return true;
     } catch (err) {
       this.stop();
       throw err;
@@ -83,9 +97,7 @@ export class StreamSubscriber implements Listener {
       'x-accel-buffering': 'no',
     });
     this.res.write(`retry: ${this.options.retryMs}\n: connected\n\n`);
-    this.heartbeat = setInterval(() => {
-      if (this.res.writableLength === 0) this.res.write(': heartbeat\n\n');
-    }, this.options.heartbeatMs);
+    this.heartbeat = setInterval(() => void this.beat(), this.options.heartbeatMs);
     // A store failure mid-stream ends the stream; the client resumes from its Last-Event-ID.
     this.done = this.run()
       .catch(() => undefined)
@@ -121,39 +133,71 @@ export class StreamSubscriber implements Listener {
   private async run(): Promise<void> {
     while (!this.closed) {
       if (this.mode === 'catchup') await this.catchUp();
-      else if (this.queue.length) await this.send(this.queue.shift()!);
+      else if (this.queue.length) await this.sendQueued();
       else await new Promise<void>((resolve) => (this.wakeUp = resolve));
     }
   }
 
-  /** Sends what the client missed, page by page, then joins the hub exactly where it stopped. */
-  private async catchUp(): Promise<void> {
-    while (!this.closed) {
-      const head = await this.hub.ready();
-      for (;;) {
-        const page = await this.store.page(this.environment, this.filter, { order: 'asc', after: this.position, upTo: head, limit: this.options.pageSize });
-        for (const e of page) {
-          if (this.closed) return;
-          await this.send(e);
-        }
-        if (page.length < this.options.pageSize || this.closed) break;
-      }
-      // Synchronous from here: if the hub has read nothing past head, joining now loses nothing.
-      if (this.closed || this.hub.head !== head) continue;
-      this.position = Math.max(this.position, head);
-      this.goLive();
-      return;
-    }
+  /** What is queued now, once the key is confirmed after it was queued: one lookup per batch, not per event. */
+  private async sendQueued(): Promise<void> {
+    const n = this.queue.length;
+    if (!(await this.stillAuthorized())) return;
+    // An overflow meanwhile emptied the queue and switched to catching up.
+    for (let i = 0; i < n && this.mode === 'live' && this.queue.length && !this.closed; i++) await this.send(this.queue.shift()!);
   }
 
-  private goLive(): void {
-    if (this.closed) return;
+  /** A heartbeat, so an idle stream of a revoked key ends too; a failed key lookup ends it as a store failure does. */
+  private async beat(): Promise<void> {
+    try {
+      if (!(await this.stillAuthorized())) return;
+    } catch {
+      return this.end();
+    }
+    if (!this.closed && this.res.writableLength === 0) this.res.write(': heartbeat\n\n');
+  }
+
+  /** False, the stream ended, once its key is revoked or unknown (within TPS_KEY_CACHE_MS, as every request). */
+  private async stillAuthorized(): Promise<boolean> {
+    if (await this.keyStands()) return !this.closed;
+    if (!this.closed) {
+      this.res.write(REVOKED);
+      this.end();
+    }
+    return false;
+  }
+
+  /**
+   * Sends what the client missed up to the hub's head, then joins the hub and reads from the store
+   * what the hub read meanwhile. Waiting for a pass in which the hub reads nothing would never end
+   * under steady commits; this way it takes one more read, however busy the store is.
+   */
+  private async catchUp(): Promise<void> {
+    if (!(await this.readUpTo(await this.hub.ready())) || this.closed) return;
     this.mode = 'live';
     this.hub.join(this);
+    // Synchronous with the join: the hub offers only events past this head, queued meanwhile.
+    // An overflow during the read switches back to catching up, as for any live client.
+    await this.readUpTo(this.hub.head);
+  }
+
+  /** Sends the matching events after position up to upTo, page by page; false once the stream has ended. */
+  private async readUpTo(upTo: number): Promise<boolean> {
+    while (this.position < upTo) {
+      const page = await this.store.page(this.environment, this.filter, { order: 'asc', after: this.position, upTo, limit: this.options.pageSize });
+      if (page.length && !(await this.stillAuthorized())) return false;
+      for (const e of page) {
+        if (this.closed) return false;
+        await this.send(e);
+      }
+      if (this.closed) return false;
+      if (page.length < this.options.pageSize) this.position = Math.max(this.position, upTo);
+    }
+    return !this.closed;
   }
 
   private async send(e: StoredEvent): Promise<void> {
-    if (this.closed) return;
+    // Never twice, whichever of the store read and the hub queue holds it.
+    if (this.closed || e.seq <= this.position) return;
     const flushed = this.res.write(frameOf(e));
     this.position = Math.max(this.position, e.seq);
     if (!flushed) await this.drained();

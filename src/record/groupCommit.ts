@@ -1,3 +1,5 @@
+import { isRowFault } from '../store/commitFailure.js';
+
 /** An item on its way to a GroupCommitter (an evaluation under way): see GroupCommitter.expect. */
 export interface Expected<T> {
   /** Appends the item it stood for. */
@@ -6,11 +8,19 @@ export interface Expected<T> {
   withdraw(): void;
 }
 
+interface Waiting<T> {
+  item: T;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 /**
  * Group commit: events that arrive while a transaction is open wait for the next one, so many
  * concurrent evaluations share one commit (and one fsync). Each caller's promise settles when the
  * transaction holding its event has committed, or rejects if it failed: an answer is never sent
- * for an event that is not stored.
+ * for an event that is not stored. A batch fails whole, whichever event failed it: where a row may
+ * be at fault (isRowFault), its events are committed again one by one (settleAlone), so only the
+ * faulty one's caller is refused.
  *
  * When the writer is idle, a batch waits for the items announced as on their way (expect), up to
  * maxWaitMs, rather than committing without them: a commit has a fixed cost (its sync, two
@@ -19,7 +29,7 @@ export interface Expected<T> {
  * lone evaluation waits for nothing (bench/ROUNDS.md, twenty-second round).
  */
 export class GroupCommitter<T> {
-  private pending: { item: T; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private pending: Waiting<T>[] = [];
   private flushing = false;
   private scheduled = false;
   private underway = 0;
@@ -91,13 +101,35 @@ export class GroupCommitter<T> {
       await this.write(batch.map((p) => p.item));
       for (const p of batch) p.resolve();
     } catch (err) {
-      for (const p of batch) p.reject(err);
+      await this.settleAlone(batch, err);
     } finally {
       this.flushing = false;
       // What arrived during this commit has already waited a whole commit: it goes at once, as the
       // next batch. (Waiting maxDelayMs again only added latency: under load the commit itself,
       // an fsync, is the window in which the next batch gathers.)
       if (this.pending.length) void this.flush();
+    }
+  }
+
+  /**
+   * A failed batch's items, each committed alone while the failures may be a row's own. The first
+   * failure that is not (the store is down) fails the rest at once, rather than trying each.
+   */
+  private async settleAlone(batch: readonly Waiting<T>[], err: unknown): Promise<void> {
+    let alone = batch.length > 1 && isRowFault(err);
+    for (const p of batch) {
+      if (!alone) {
+        p.reject(err);
+        continue;
+      }
+      try {
+        await this.write([p.item]);
+        p.resolve();
+      } catch (itsOwn) {
+        p.reject(itsOwn);
+        // A row's fault is this item's alone: the next is tried all the same.
+        if (!isRowFault(itsOwn)) [alone, err] = [false, itsOwn];
+      }
     }
   }
 

@@ -67,6 +67,8 @@ export class KnexEventStore implements EventStore {
   private readonly reader: Knex;
   private readonly writes: EventWrites;
   private readonly probeWindow: number;
+  /** The highest seq known committed (head(), pages read): seqs only grow, so a bound at or below it needs no head() to clamp. */
+  private knownHead = 0;
 
   /** `commits`: where the events' commits go instead of this store's own writer (a cluster worker's, src/cluster/eventCommits.ts). */
   constructor(db: Database, options: { probeWindow?: number; commits?: (local: EventWriter) => EventWriter } = {}) {
@@ -118,14 +120,21 @@ export class KnexEventStore implements EventStore {
    * unordered plan (bitmaps of its indexes) and sorted: cheap exactly because the matches are rare.
    */
   async page(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
+    const rows = await this.pageRows(environment, filter, o);
+    for (const r of rows) if (r.seq > this.knownHead) this.knownHead = r.seq;
+    return rows;
+  }
+
+  private async pageRows(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
     let low = o.after === undefined ? undefined : o.after + 1;
     let high = o.before !== undefined ? o.before - 1 : o.upTo;
     const byFacet = hasFacetFilter(filter) || filter.reason !== undefined;
+    // A cursor is the caller's to forge: a bound past the head would have readChunks walk empty
+    // chunks up to it, a million seqs per query. Facet filters need the head in any case: an event
+    // committed after their lookup may be of a facet it missed, so the page stops below it.
+    if (high !== undefined || byFacet) high = await this.belowHead(high);
     let facets: number[] | undefined;
     if (byFacet) {
-      // The head before the facets: an event committed after the lookup may be of a facet it missed,
-      // so the page stops below it.
-      high = Math.min(high ?? Infinity, await this.head());
       facets = await matchingFacets(this.reader, environment, filter);
       if (facets.length === 0) return [];
     }
@@ -277,7 +286,14 @@ export class KnexEventStore implements EventStore {
   /** The highest seq committed so far (0 for an empty store). */
   async head(): Promise<number> {
     const row = await this.reader('events').max<{ m: number | string | null }[]>({ m: 'seq' }).first();
-    return Number(row?.m ?? 0);
+    const head = Number(row?.m ?? 0);
+    if (head > this.knownHead) this.knownHead = head;
+    return head;
+  }
+
+  /** `high` (none: no bound) clamped to the head; asks the store only above the head known. */
+  private async belowHead(high: number | undefined): Promise<number> {
+    return high !== undefined && high <= this.knownHead ? high : Math.min(high ?? Infinity, await this.head());
   }
 
   async environments(): Promise<string[]> {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import cluster from 'node:cluster';
 import { committedByPrimary, commitWorkersEvents, PrimaryCommitError } from '../../src/cluster/eventCommits.js';
+import { GroupCommitter } from '../../src/record/groupCommit.js';
 import { openDatabase } from '../../src/store/db.js';
 import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js';
 import { sqliteEventWriter, type EventWriter } from '../../src/store/eventWriteTx.js';
@@ -45,6 +46,11 @@ if (cluster.isPrimary) {
   assert.equal(refused.status, 'rejected');
   assert.ok(refused.reason instanceof PrimaryCommitError && /unique/i.test(refused.reason.message), String(refused.reason));
   assert.equal(beside.status, 'fulfilled', String((beside as PromiseRejectedResult).reason));
+  // The worker's own group commit: a batch the primary refuses for one event's fault (the refusal
+  // carries its code) is committed event by event, so only that event fails.
+  const committer = new GroupCommitter<EventRecord>((items) => events.insertBatch(items), 100, 0);
+  const grouped = await Promise.allSettled([batches[1]![0]!, ...(generateEvents(`commits-${name}-grouped`, 2, Date.now()) as EventRecord[])].map((e) => committer.append(e)));
+  assert.deepEqual(grouped.map((r) => r.status), ['rejected', 'fulfilled', 'fulfilled'], grouped.map((r) => (r.status === 'rejected' ? String(r.reason) : 'stored')).join('; '));
 
   // The ingest path: a taken key hands back the stored event, read by the primary.
   const [fresh] = generateEvents(`commits-${name}-new`, 1, Date.now()) as [EventRecord];

@@ -21,9 +21,9 @@ test('workers whose own writer refuses events store them all through the primary
   t.is(code, 0, stderr);
   const db = knexFactory({ client: 'sqlite3', connection: { filename: file }, useNullAsDefault: true });
   try {
-    // Per worker: twenty batches of five, the five sent beside the refused batch, and one ingested event.
+    // Per worker: twenty batches of five, the five sent beside the refused batch, the two grouped with a refused event, and one ingested event.
     const row = await db('events').count<{ n: number }[]>({ n: '*' }).first();
-    t.is(Number(row?.n), 2 * (20 * 5 + 5 + 1));
+    t.is(Number(row?.n), 2 * (20 * 5 + 5 + 2 + 1));
   } finally {
     await db.destroy();
   }

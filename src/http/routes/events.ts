@@ -1,6 +1,8 @@
 import Router from '@koa/router';
 import { ApiError } from '../../api/errors.js';
 import type { EventPage, IngestResponse } from '../../api/types.js';
+import type { KeyRing } from '../../auth/keyring.js';
+import { bearerKey } from '../../auth/keys.js';
 import { decodeCursor, encodeCursor } from '../../events/cursor.js';
 import type { EventHub } from '../../events/hub.js';
 import type { Ingestor } from '../../events/ingest.js';
@@ -18,6 +20,8 @@ export interface EventRoutesDeps {
   hub: EventHub;
   policyVersions: PolicyVersionStore;
   stream: StreamOptions;
+  /** The stream checks its key again as it runs (a revocation ends it). */
+  keys: Pick<KeyRing, 'authenticate'>;
 }
 
 function query(ctx: Ctx, stream: boolean) {
@@ -57,15 +61,24 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
     const q = query(ctx, true);
     const lastEventId = ctx.get('last-event-id');
     const resumeAfter = lastEventId ? decodeCursor(lastEventId) : q.cursor;
-    if (lastEventId && resumeAfter === undefined) {
-      throw new ApiError('invalid_request', 'the event query is invalid', [{ path: 'Last-Event-ID', message: 'Last-Event-ID is not a cursor this service issued' }]);
-    }
-    const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, ctx.state.principal.environment, q.filter, deps.stream);
+    const badCursor = (why: string) => {
+      const path = lastEventId ? 'Last-Event-ID' : 'cursor';
+      return new ApiError('invalid_request', 'the event query is invalid', [{ path, message: `${path} ${why}` }]);
+    };
+    if (lastEventId && resumeAfter === undefined) throw badCursor('is not a cursor this service issued');
+    // The guard checked the key at connect; a stream outlives that check, so it asks again as it runs.
+    const key = bearerKey(ctx.get('authorization'));
+    const { keyId, environment } = ctx.state.principal;
+    const keyStands = async () => key !== undefined && (await deps.keys.authenticate(key))?.keyId === keyId;
+    const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, environment, q.filter, deps.stream, keyStands);
+    let opened: boolean;
     try {
-      await subscriber.open(resumeAfter);
+      opened = await subscriber.open(resumeAfter);
     } catch (err) {
       throw new ApiError('store_unavailable', 'the event store cannot be read; retry the stream', undefined, undefined, err);
     }
+    // Past the newest event, the stream would never send a thing.
+    if (!opened) throw badCursor('is past the newest event: not a cursor this service issued');
     // From here the subscriber writes the response for as long as the client stays; Koa lets go of it.
     ctx.respond = false;
     subscriber.serve();
