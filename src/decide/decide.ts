@@ -34,6 +34,8 @@ interface Candidate {
   decision: Decision;
   reason: string;
   challenge?: ChallengeType;
+  /** A shorthand's (or the invalid retry's): its challenge is the policy's default. */
+  builtIn?: boolean;
   redaction?: Redaction;
   retryAfterSeconds?: number;
 }
@@ -52,12 +54,21 @@ export function mergeRedactions(redactions: readonly Redaction[]): Redaction | u
   return { fields, strategy: redactions.some((r) => r.strategy === 'drop') ? 'drop' : 'mask' };
 }
 
+/**
+ * One challenge is asked, and its satisfied retry lifts every step-up. So the one asked is that of a
+ * rule written under rules: (its author named it for that condition, e.g. a proof token for a large
+ * payment) before the shorthands' policy default (score-step-up, require-recent-human-signal).
+ */
+function challengeToAsk(winners: readonly Candidate[]): ChallengeType | undefined {
+  return (winners.find((c) => c.challenge && !c.builtIn) ?? winners.find((c) => c.challenge))?.challenge;
+}
+
 /** Settles the decision from fired rules and the challenge state; pure. */
 export function decide(input: DecideInput): Outcome {
   const { challenge } = input;
-  let candidates: Candidate[] = input.fired.map((r) => ({ decision: r.decision, reason: r.reason, challenge: r.challenge, redaction: r.redaction, retryAfterSeconds: r.retryAfterSeconds }));
+  let candidates: Candidate[] = input.fired.map((r) => ({ decision: r.decision, reason: r.reason, challenge: r.challenge, builtIn: r.builtIn, redaction: r.redaction, retryAfterSeconds: r.retryAfterSeconds }));
   if (challenge.kind === 'failed') candidates.push({ decision: 'deny', reason: 'challenge_failed' });
-  if (challenge.kind === 'invalid') candidates.push({ decision: 'step_up_required', reason: 'challenge_invalid', challenge: input.stepUpChallenge });
+  if (challenge.kind === 'invalid') candidates.push({ decision: 'step_up_required', reason: 'challenge_invalid', challenge: input.stepUpChallenge, builtIn: true });
   if (challenge.kind === 'satisfied') candidates = candidates.filter((c) => c.decision !== 'step_up_required');
 
   const decision = candidates.reduce<Decision>((best, c) => (rank(c.decision) < rank(best) ? c.decision : best), 'allow');
@@ -73,7 +84,7 @@ export function decide(input: DecideInput): Outcome {
   if (reasons.length === 0) reasons.push(band === 'low' ? 'low_risk_operation' : band === 'medium' ? 'medium_risk_score' : 'high_risk_score');
 
   const outcome: Outcome = { decision, score, band, reasons };
-  if (decision === 'step_up_required') outcome.challengeType = winners.find((c) => c.challenge)?.challenge ?? input.stepUpChallenge;
+  if (decision === 'step_up_required') outcome.challengeType = challengeToAsk(winners) ?? input.stepUpChallenge;
   if (decision === 'allow_redacted') outcome.redaction = mergeRedactions(winners.flatMap((c) => (c.redaction ? [c.redaction] : [])));
   if (decision === 'throttle') outcome.retryAfterSeconds = Math.max(...winners.map((c) => c.retryAfterSeconds ?? 0)) || undefined;
   return outcome;

@@ -8,8 +8,9 @@ import { lookupOperation, type Catalog, type CompiledOperation } from '../policy
 import type { CompiledPolicy } from '../policy/compile.js';
 import { runPolicy, type PolicyFacts, type PolicyRun } from '../policy/run.js';
 import { assessRisk, bandOf, clampScore, type RiskAssessment } from '../risk/score.js';
+import { surelyNotCommitted } from '../store/commitFailure.js';
 import type { EventRecord } from '../store/eventStore.js';
-import type { ChallengeStore, StoredChallenge } from '../state/challenges.js';
+import type { ChallengeChanges, ChallengeStore, StoredChallenge } from '../state/challenges.js';
 import type { VelocityCounter } from '../state/counters.js';
 import type { AdvisoryPort } from './advisory.js';
 import { transactionFingerprint } from './fingerprint.js';
@@ -18,6 +19,17 @@ import { newTelemetryId } from './telemetryId.js';
 /** A commit that failed, as the client sees it: nothing was stored, so the evaluation can be retried. */
 export function storeUnavailable(err: unknown): never {
   throw new ApiError('store_unavailable', 'the decision could not be recorded; nothing was stored, retry the evaluation', undefined, undefined, err);
+}
+
+/**
+ * An evaluation whose event could not be committed: its client is told to retry as if it never ran,
+ * so the challenge it used is put back and the one it issued withdrawn first. Only when the commit
+ * surely wrote nothing: one that may have landed keeps its challenge used, lest it allow twice. A
+ * revert that fails too leaves them as they are: the retry is then challenged afresh, never allowed.
+ */
+export async function commitFailed(err: unknown, changes: ChallengeChanges | undefined, revert: (changes: ChallengeChanges) => Promise<void>): Promise<never> {
+  if (changes && surelyNotCommitted(err)) await revert(changes).catch(() => undefined);
+  return storeUnavailable(err);
 }
 
 export interface EvaluatorDeps {
@@ -39,6 +51,17 @@ export interface EvaluatorDeps {
 export interface Evaluation {
   response: EvaluateResponse;
   event: EventRecord;
+  /** What it did to the challenges, if anything: undone if its event is not committed (commitFailed). */
+  challenges?: ChallengeChanges;
+}
+
+/** What a retry's challengeResult comes to, given the challenge it used up (if any was live). */
+function challengeState(req: EvaluateRequest, stored: StoredChallenge | undefined): ChallengeState {
+  const result = req.challengeResult;
+  if (!result || result.passed === undefined) return { kind: 'none' };
+  if (!result.passed) return { kind: 'failed' };
+  if (!stored || (result.type !== undefined && result.type !== stored.type)) return { kind: 'invalid' };
+  return { kind: 'satisfied', score: stored.score, band: stored.band, reasons: stored.reasons };
 }
 
 /**
@@ -68,14 +91,16 @@ export class Evaluator {
     // Only a challenge being checked or issued needs the fingerprint (a hash over the request).
     let fingerprint: string | undefined;
     const fingerprintOf = () => (fingerprint ??= transactionFingerprint(environment, req));
-    const challenge = await this.checkChallenge(environment, fingerprintOf, req);
+    const consumed = await this.consumeChallenge(environment, fingerprintOf, req);
+    const challenge = challengeState(req, consumed);
     const retrying = challenge.kind === 'satisfied';
 
     const risk = assessRisk(policy.signals, facts, policy.thresholds);
-    // A satisfied retry keeps the challenged score (SPEC §3 rule 2), so it is not re-scored.
+    // A satisfied retry keeps the challenged score (SPEC §3 rule 2), so it is not re-scored: the
+    // rules read that score too, lest a dropped AI delta or an older human signal deny the retry.
     const ai = retrying ? undefined : await this.deps.advisor?.assess({ operation, policy, facts, risk });
-    const score = ai?.status === 'applied' ? clampScore(risk.score + ai.scoreDelta) : risk.score;
-    const band = bandOf(score, policy.thresholds);
+    const score = retrying ? challenge.score : ai?.status === 'applied' ? clampScore(risk.score + ai.scoreDelta) : risk.score;
+    const band = retrying ? challenge.band : bandOf(score, policy.thresholds);
 
     const velocity = policy.serviceWindow && !retrying ? { serviceCount: await this.countVelocity(environment, req, policy, nowMs) } : {};
     // Object.assign, not a spread: V8 promoted each spread copy of the facts (~500 B an evaluation)
@@ -89,17 +114,19 @@ export class Evaluator {
     const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprintOf(), outcome, telemetryId, nowMs) : undefined;
     const response = this.respond(operation, policy, outcome, telemetryId, issued, ai);
     const event = this.toEvent({ environment, req, operation, policy, facts, velocity, risk, run, outcome, monitor: monitored?.monitor, telemetryId, issued, ai, challenge, nowMs });
-    if (this.deps.record) await this.deps.record(event).catch(storeUnavailable);
-    return { response, event };
+    const changes = consumed || issued ? { consumed, issued } : undefined;
+    if (this.deps.record) await this.deps.record(event).catch((err: unknown) => commitFailed(err, changes, this.revert));
+    return { response, event, challenges: changes };
   }
 
-  private async checkChallenge(environment: string, fingerprintOf: () => string, req: EvaluateRequest): Promise<ChallengeState> {
+  /** Undoes an evaluation's changes to the challenges (its event was not committed). */
+  readonly revert = (changes: ChallengeChanges): Promise<void> => this.deps.challenges.revert(changes, this.now());
+
+  /** The live challenge a retry reporting a result names (by id or by fingerprint), used up. */
+  private async consumeChallenge(environment: string, fingerprintOf: () => string, req: EvaluateRequest): Promise<StoredChallenge | undefined> {
     const result = req.challengeResult;
-    if (!result || result.passed === undefined) return { kind: 'none' };
-    const stored = await this.deps.challenges.consume(environment, fingerprintOf(), result.challengeId, this.now());
-    if (!result.passed) return { kind: 'failed' };
-    if (!stored || (result.type !== undefined && result.type !== stored.type)) return { kind: 'invalid' };
-    return { kind: 'satisfied', score: stored.score, band: stored.band, reasons: stored.reasons };
+    if (!result || result.passed === undefined) return undefined;
+    return this.deps.challenges.consume(environment, fingerprintOf(), result.challengeId, this.now());
   }
 
   private countVelocity(environment: string, req: EvaluateRequest, policy: CompiledPolicy, nowMs: number): Promise<number> {

@@ -1,8 +1,9 @@
 import type { Decision, EvaluateResponse } from '../api/types.js';
 import type { Expected } from '../record/groupCommit.js';
+import type { ChallengeChanges } from '../state/challenges.js';
 import { prepareEvent, type PreparedEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
-import { storeUnavailable, type Evaluator } from './evaluator.js';
+import { commitFailed, type Evaluator } from './evaluator.js';
 import type { EvaluationThread } from './thread.js';
 
 /** An evaluation's answer as it is sent: its JSON text, and what the metrics count it by. */
@@ -30,31 +31,52 @@ export interface EvaluationRunner {
   evaluate(environment: string, text: string, timing?: EvaluationTiming): Promise<Answer>;
 }
 
-type Evaluate = (environment: string, text: string) => Promise<{ answer: Answer; event: PreparedEvent }>;
+/** What a runner gets back from an evaluation: `challenges` as in Evaluation. */
+export interface Evaluated {
+  answer: Answer;
+  event: PreparedEvent;
+  challenges?: ChallengeChanges;
+}
+
+type Evaluate = (environment: string, text: string) => Promise<Evaluated>;
+/** Where the evaluation's challenge store is (the evaluation thread's, or this thread's). */
+type Revert = (changes: ChallengeChanges) => Promise<void>;
 /** The group commit (record/groupCommit.ts), told of each event as its evaluation starts. */
 interface Commits {
   expect(): Expected<PreparedEvent>;
 }
 
-/** Evaluates, then commits the event; the answer leaves only after its commit. */
-const runner = (evaluate: Evaluate, commits: Commits): EvaluationRunner => ({
+/**
+ * Evaluates, then commits the event; the answer leaves only after its commit. A failed commit's
+ * 503 leaves only after its evaluation's challenges are reverted, so the retry it asks for finds them.
+ */
+const runner = (evaluate: Evaluate, revert: Revert, commits: Commits): EvaluationRunner => ({
   async evaluate(environment, text, timing) {
     const coming = commits.expect();
-    const { answer, event } = await evaluate(environment, text).catch((err: unknown) => {
+    const { answer, event, challenges } = await evaluate(environment, text).catch((err: unknown) => {
       coming.withdraw();
       throw err;
     });
     if (timing) timing.evaluated = performance.now();
-    await coming.append(event).catch(storeUnavailable);
+    await coming.append(event).catch((err: unknown) => commitFailed(err, challenges, revert));
     return answer;
   },
 });
 
-export const threadRunner = (thread: EvaluationThread, commits: Commits): EvaluationRunner => runner((environment, text) => thread.evaluate(environment, text), commits);
+export const threadRunner = (thread: EvaluationThread, commits: Commits): EvaluationRunner =>
+  runner(
+    (environment, text) => thread.evaluate(environment, text),
+    (changes) => thread.revert(changes),
+    commits,
+  );
 
 /** In this thread: the evaluator has no `record` of its own; the runner commits, as for the thread. */
 export const localRunner = (evaluator: Evaluator, commits: Commits): EvaluationRunner =>
-  runner(async (environment, text) => {
-    const { response, event } = await evaluateBody(evaluator, environment, text);
-    return { answer: answerOf(response), event: prepareEvent(event) };
-  }, commits);
+  runner(
+    async (environment, text) => {
+      const { response, event, challenges } = await evaluateBody(evaluator, environment, text);
+      return { answer: answerOf(response), event: prepareEvent(event), challenges };
+    },
+    evaluator.revert,
+    commits,
+  );

@@ -5,8 +5,8 @@ import { AwaitingReplies } from '../lib/awaitingReplies.js';
 import type { Advisor } from '../ai/advisor.js';
 import type { AdvisoryView, AiSettings } from '../ai/types.js';
 import type { LoadedConfig } from '../policy/load.js';
-import type { PreparedEvent } from '../store/eventWrites.js';
-import type { Answer } from './runner.js';
+import type { ChallengeChanges } from '../state/challenges.js';
+import type { Evaluated } from './runner.js';
 
 /** What the evaluation thread is started with (workerData). */
 export interface ThreadOptions {
@@ -28,6 +28,7 @@ export type ToThread =
   | { type: 'evaluate'; id: number; environment: string; text: string }
   | { type: 'catalog'; id: number; source: LoadedConfig }
   | { type: 'assessed'; id: number; assessment: AiAssessment }
+  | { type: 'revert'; id: number; changes: ChallengeChanges }
   | { type: 'gc'; id: number }
   | { type: 'close'; id: number };
 
@@ -36,7 +37,7 @@ export type GcSeconds = Partial<Record<'minor' | 'major' | 'incremental' | 'weak
 
 /** The thread's answer to one request (ToThread with an id). */
 export type Reply =
-  | { type: 'evaluated'; id: number; answer: Answer; event: PreparedEvent }
+  | ({ type: 'evaluated'; id: number } & Evaluated)
   | { type: 'failed'; id: number; error: ThreadError }
   | { type: 'done'; id: number }
   | { type: 'gc'; id: number; seconds: GcSeconds };
@@ -208,11 +209,17 @@ export class EvaluationThread {
   }
 
   /** The answer and the event to commit; a client's mistake rejects as its ApiError. */
-  async evaluate(environment: string, text: string): Promise<{ answer: Answer; event: PreparedEvent }> {
+  async evaluate(environment: string, text: string): Promise<Evaluated> {
     const m = await this.send({ type: 'evaluate', id: this.nextId++, environment, text });
     if (m.type === 'evaluated') return m;
     const error = (m as Extract<Reply, { type: 'failed' }>).error;
     throw error.api ? new ApiError(error.api.code, error.message, error.api.details, error.api.headers) : new ThreadFailure(error);
+  }
+
+  /** Undoes an evaluation's changes to the challenges in the thread's store (its event was not committed). */
+  async revert(changes: ChallengeChanges): Promise<void> {
+    const m = await this.send({ type: 'revert', id: this.nextId++, changes });
+    if (m.type === 'failed') throw new ThreadFailure(m.error);
   }
 
   /** The thread's garbage collection since the last call (for /metrics: its heap is not the HTTP thread's). */

@@ -74,8 +74,11 @@ const failure = (err: unknown): ThreadError =>
 
 async function evaluate(id: number, environment: string, text: string): Promise<void> {
   try {
-    const { response, event } = await evaluateBody(evaluator, environment, text);
-    outbox.push({ type: 'evaluated', id, answer: answerOf(response), event: prepareEvent(event) });
+    const { response, event, challenges } = await evaluateBody(evaluator, environment, text);
+    // `challenges` only when there are some: most replies carry no such key to clone.
+    const evaluated: Reply = { type: 'evaluated', id, answer: answerOf(response), event: prepareEvent(event) };
+    if (challenges) evaluated.challenges = challenges;
+    outbox.push(evaluated);
   } catch (err) {
     outbox.push({ type: 'failed', id, error: failure(err) });
   }
@@ -95,6 +98,11 @@ port.on('message', (m: ToThread) => {
       } catch (err) {
         return reply({ type: 'failed', id: m.id, error: safeError(err) });
       }
+    case 'revert':
+      return void evaluator.revert(m.changes).then(
+        () => reply({ type: 'done', id: m.id }),
+        (err: unknown) => reply({ type: 'failed', id: m.id, error: safeError(err) }),
+      );
     case 'gc': {
       const seconds = gcSeconds;
       gcSeconds = {};

@@ -6,7 +6,7 @@ import { compileSignal, type CompiledSignal } from '../risk/signals.js';
 import { factsOf, leaf, toTopLevel } from './conditions.js';
 import { directCheck, type DirectCheck } from './direct.js';
 import { PolicyEngines } from './engines.js';
-import type { AiSpec, ConditionSpec, Mode, PolicySpec, SignalSpec } from './schema.js';
+import { DEFAULT_THRESHOLDS, type AiSpec, type ConditionSpec, type Mode, type PolicySpec, type SignalSpec } from './schema.js';
 
 export interface Thresholds {
   medium: number;
@@ -56,7 +56,6 @@ export interface CompiledPolicy {
   compiled: Record<string, unknown>;
 }
 
-export const DEFAULT_THRESHOLDS = { medium: 30, high: 60 } as const;
 export const DEFAULT_THROTTLE_RETRY_SECONDS = 60;
 
 function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, thresholds: Thresholds): CompiledRule[] {

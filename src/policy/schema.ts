@@ -12,7 +12,7 @@ export const FACT_ROOTS = ['operation', 'actor', 'resource', 'requestData', 'ses
 export const TRANSFORMS = ['flag', 'clamp', 'inverse', 'ramp', 'nonEmpty', 'map', 'between'] as const;
 export const OPERATORS = [
   'equal', 'notEqual', 'lessThan', 'lessThanInclusive', 'greaterThan', 'greaterThanInclusive',
-  'in', 'notIn', 'contains', 'doesNotContain', 'exists', 'missing',
+  'in', 'notIn', 'contains', 'doesNotContain', 'exists',
 ] as const;
 /** enforce (default): the decision is answered. monitor: allow is answered, the would-be decision recorded. */
 export const MODES = ['enforce', 'monitor'] as const;
@@ -29,6 +29,17 @@ const factPath = yup
     const [root, ...rest] = v.split('.');
     return (FACT_ROOTS as readonly string[]).includes(root!) && rest.every((p) => p.length > 0);
   });
+
+// velocity.* is counted after scoring and risk.* is the score itself: a signal would read them absent.
+const RULE_ONLY_ROOTS = ['velocity', 'risk'];
+const signalFact = factPath.test(
+  'signal-fact',
+  '${path} cannot be read by a signal: velocity.* is counted after scoring and risk.* is the score itself; use them in a policy rule',
+  (v) => !v || !RULE_ONLY_ROOTS.includes(v.split('.')[0]!),
+);
+
+/** The riskBand cut-offs a policy gets for those it does not write. */
+export const DEFAULT_THRESHOLDS = { medium: 30, high: 60 } as const;
 
 const reasonCode = yup.string().matches(REASON_CODE_PATTERN, '${path} must be a snake_case reason code');
 const thresholdValue = yup.number().min(0, '${path} must be between 0 and 100').max(100, '${path} must be between 0 and 100');
@@ -50,7 +61,7 @@ export const operationSchema = strictObject({
 
 const signalSchema = strictObject({
   description: yup.string().max(500),
-  fact: factPath,
+  fact: signalFact,
   transform: yup.string().required().oneOf(TRANSFORMS),
   equals: yup.mixed().test('scalar', '${path} must be a string, number or boolean', (v) => v === undefined || ['string', 'number', 'boolean'].includes(typeof v)),
   range: yup
@@ -126,7 +137,15 @@ export const policySchema = strictObject({
     deny: thresholdValue,
   })
     .default(undefined)
-    .test('ordered', 'thresholds.medium must be below thresholds.high', (t) => !t || t.medium === undefined || t.high === undefined || t.medium < t.high),
+    // Ordered as they will run: a threshold not written takes its default.
+    .test('ordered', 'thresholds.medium must be below thresholds.high', function ordered(t) {
+      if (!t) return true;
+      const medium = t.medium ?? DEFAULT_THRESHOLDS.medium;
+      const high = t.high ?? DEFAULT_THRESHOLDS.high;
+      if (medium < high) return true;
+      const shown = (name: string, v: number, written: boolean) => `thresholds.${name} (${v}${written ? '' : ', the default'})`;
+      return this.createError({ message: `${shown('medium', medium, t.medium !== undefined)} must be below ${shown('high', high, t.high !== undefined)}` });
+    }),
   weights: mapOf(() => yup.number().required().min(0).max(100), /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name'),
   requireRoles: yup.array(yup.string().required().min(1).max(128)).min(1, '${path} must name at least one role').default(undefined),
   requireRecentHumanSignal: strictObject({

@@ -33,7 +33,7 @@ export const REASONS = {
   automation_suspected: { stage: 'risk', description: 'rawSignals.botScore (a caller-side automation score, 0..1) is high.' },
 
   policy_role_required: { stage: 'policy', description: 'The actor holds none of the roles the policy requires (checked against actor.role and actor.roles).' },
-  policy_recent_human_signal_required: { stage: 'policy', description: 'The policy requires a human signal younger than its maximum age.' },
+  policy_recent_human_signal_required: { stage: 'policy', description: 'The policy requires a human signal no older than its maximum age.' },
   policy_redaction_applied: { stage: 'policy', description: 'The policy redacts fields before data is returned.' },
   velocity_limit_exceeded: { stage: 'policy', description: 'metadata.velocityWindowCount is above the policy limit.' },
   service_velocity_limit_exceeded: { stage: 'policy', description: "TPS's own sliding-window count for this actor and operation is above the policy limit." },

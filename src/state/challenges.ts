@@ -13,6 +13,14 @@ export interface StoredChallenge {
   expiresAt: number;
 }
 
+/** What one evaluation did to the challenges: undone (revert) when its event could not be committed. */
+export interface ChallengeChanges {
+  /** The live challenge its retry used up. */
+  consumed?: StoredChallenge;
+  /** The challenge it issued, which its caller never saw. */
+  issued?: StoredChallenge;
+}
+
 export interface ChallengeStore {
   issue(challenge: StoredChallenge): Promise<void>;
   /**
@@ -20,8 +28,16 @@ export interface ChallengeStore {
    * belongs to this fingerprint. Returns undefined if none is live; never returns one twice.
    */
   consume(environment: string, fingerprint: string, id: string | undefined, nowMs: number): Promise<StoredChallenge | undefined>;
+  /**
+   * Undoes an evaluation's changes, atomically: the issued challenge is withdrawn (its transaction's
+   * pointer only while it names it) and the consumed one put back until its own expiry, its
+   * pointer only if the transaction has none (a newer challenge stays the one found by fingerprint).
+   */
+  revert(changes: ChallengeChanges, nowMs: number): Promise<void>;
   close(): Promise<void>;
 }
+
+const pointerKey = (c: { environment: string; fingerprint: string }) => `${c.environment}\u0000${c.fingerprint}`;
 
 export class MemoryChallengeStore implements ChallengeStore {
   private readonly byId = new Map<string, StoredChallenge>();
@@ -30,28 +46,39 @@ export class MemoryChallengeStore implements ChallengeStore {
 
   async issue(challenge: StoredChallenge): Promise<void> {
     this.byId.set(challenge.id, challenge);
-    this.byFingerprint.set(`${challenge.environment}\u0000${challenge.fingerprint}`, challenge.id);
+    this.byFingerprint.set(pointerKey(challenge), challenge.id);
     if (++this.issued % 1000 === 0) this.sweep(Date.now());
   }
 
   async consume(environment: string, fingerprint: string, id: string | undefined, nowMs: number): Promise<StoredChallenge | undefined> {
-    const fpKey = `${environment}\u0000${fingerprint}`;
+    const fpKey = pointerKey({ environment, fingerprint });
     const chosen = id ?? this.byFingerprint.get(fpKey);
     if (!chosen) return undefined;
     const challenge = this.byId.get(chosen);
     if (!challenge || challenge.environment !== environment || challenge.fingerprint !== fingerprint) return undefined;
-    this.byId.delete(chosen);
-    if (this.byFingerprint.get(fpKey) === chosen) this.byFingerprint.delete(fpKey);
+    this.drop(challenge);
     return challenge.expiresAt > nowMs ? challenge : undefined;
   }
 
-  private sweep(nowMs: number): void {
-    for (const [id, c] of this.byId) {
-      if (c.expiresAt > nowMs) continue;
-      this.byId.delete(id);
-      const fpKey = `${c.environment}\u0000${c.fingerprint}`;
-      if (this.byFingerprint.get(fpKey) === id) this.byFingerprint.delete(fpKey);
+  async revert({ consumed, issued }: ChallengeChanges, nowMs: number): Promise<void> {
+    // Withdrawn first, so that the pointer it frees can name the consumed challenge again.
+    if (issued) this.drop(issued);
+    if (consumed && consumed.expiresAt > nowMs) {
+      this.byId.set(consumed.id, consumed);
+      const fpKey = pointerKey(consumed);
+      if (!this.byFingerprint.has(fpKey)) this.byFingerprint.set(fpKey, consumed.id);
     }
+  }
+
+  private sweep(nowMs: number): void {
+    for (const c of this.byId.values()) if (c.expiresAt <= nowMs) this.drop(c);
+  }
+
+  /** Forgets a challenge, and its transaction's pointer while that still names it. */
+  private drop(c: StoredChallenge): void {
+    this.byId.delete(c.id);
+    const fpKey = pointerKey(c);
+    if (this.byFingerprint.get(fpKey) === c.id) this.byFingerprint.delete(fpKey);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { ChallengeStore, StoredChallenge } from './challenges.js';
+import type { ChallengeChanges, ChallengeStore, StoredChallenge } from './challenges.js';
 import { slidingCount, type VelocityCounter } from './counters.js';
 
 // Shared state for several TPS instances (REDIS_URL). Every key sits under one prefix (TPS_REDIS_PREFIX)
@@ -58,6 +58,13 @@ redis.call('DEL', KEYS[1])
 if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
 return raw`;
 
+// Withdraws a challenge its caller never saw (ChallengeStore.revert); the transaction's pointer goes
+// only while it names it, as in CONSUME. KEYS: the challenge, the transaction's pointer; ARGV: its id.
+const WITHDRAW = `
+redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1`;
+
 export class RedisChallengeStore implements ChallengeStore {
   constructor(
     private readonly redis: Redis,
@@ -80,6 +87,20 @@ export class RedisChallengeStore implements ChallengeStore {
     if (!raw) return undefined;
     const c = JSON.parse(raw) as StoredChallenge;
     return c.expiresAt > nowMs ? c : undefined;
+  }
+
+  async revert({ consumed, issued }: ChallengeChanges, nowMs: number): Promise<void> {
+    // The consumed challenge lives out only what was left of its lifetime (none: nothing to put back).
+    const left = consumed ? Math.floor(consumed.expiresAt - nowMs) : 0;
+    if (!issued && left < 1) return;
+    // One MULTI. The withdrawal first, so that the pointer it frees can name the consumed challenge
+    // again; that pointer comes back only if absent (NX): a newer challenge stays the one found by fingerprint.
+    const tx = this.redis.multi();
+    if (issued) tx.eval(WITHDRAW, 2, this.idKey(issued.id), this.fpKey(issued.environment, issued.fingerprint), issued.id);
+    if (consumed && left >= 1) {
+      tx.set(this.idKey(consumed.id), JSON.stringify(consumed), 'PX', left).set(this.fpKey(consumed.environment, consumed.fingerprint), consumed.id, 'PX', left, 'NX');
+    }
+    for (const [err] of (await tx.exec()) ?? []) if (err) throw err;
   }
 
   async close(): Promise<void> {}

@@ -1,0 +1,122 @@
+import test, { type ExecutionContext } from 'ava';
+import { Redis } from 'ioredis';
+import type { StoredChallenge } from '../../src/state/challenges.js';
+import { openState, type State } from '../../src/state/open.js';
+import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
+
+// ChallengeStore.revert, as each store keeps challenges: in the process, and in a real Redis under
+// a prefix of the test's own. It undoes what an evaluation whose event was not committed did.
+
+const ENV = 'test';
+const FP = 'fingerprint-1';
+
+function stateOf(kind: 'memory' | 'redis', t: ExecutionContext, prefix = `tps-test:${unique()}:`): State {
+  const state = openState(kind === 'redis' ? REDIS_TEST_URL : undefined, prefix);
+  t.teardown(async () => {
+    await state.close();
+    if (kind === 'redis') await dropRedisPrefix(prefix);
+  });
+  return state;
+}
+
+const challenge = (id: string, nowMs: number, lifeMs = 600_000): StoredChallenge => ({
+  id,
+  type: 'passkey',
+  fingerprint: FP,
+  environment: ENV,
+  score: 60,
+  band: 'medium',
+  reasons: ['missing_recent_human_signal'],
+  telemetryId: `tel_${id}`,
+  expiresAt: nowMs + lifeMs,
+});
+
+for (const kind of ['memory', 'redis'] as const) {
+  test(`[${kind}] a consumed challenge put back is found again, by fingerprint and by id, and is still single use`, async (t) => {
+    const { challenges } = stateOf(kind, t);
+    const now = Date.now();
+    const x = challenge(`ch_${unique()}`, now);
+    await challenges.issue(x);
+    const used = await challenges.consume(ENV, FP, undefined, now);
+    t.is(used?.id, x.id);
+    await challenges.revert({ consumed: used }, now);
+    t.is((await challenges.consume(ENV, FP, undefined, now))?.id, x.id);
+    await challenges.revert({ consumed: used }, now);
+    t.is((await challenges.consume(ENV, FP, x.id, now))?.id, x.id);
+    t.is(await challenges.consume(ENV, FP, x.id, now), undefined);
+  });
+
+  test(`[${kind}] a challenge put back leaves a newer one of its transaction the one found by fingerprint`, async (t) => {
+    const { challenges } = stateOf(kind, t);
+    const now = Date.now();
+    const x = challenge(`ch_${unique()}`, now);
+    const z = challenge(`ch_${unique()}`, now);
+    await challenges.issue(x);
+    const used = await challenges.consume(ENV, FP, x.id, now);
+    await challenges.issue(z);
+    await challenges.revert({ consumed: used }, now);
+    t.is((await challenges.consume(ENV, FP, undefined, now))?.id, z.id);
+    t.is((await challenges.consume(ENV, FP, x.id, now))?.id, x.id);
+  });
+
+  test(`[${kind}] a challenge is never put back past its expiry`, async (t) => {
+    const { challenges } = stateOf(kind, t);
+    const now = Date.now();
+    const x = challenge(`ch_${unique()}`, now, 60_000);
+    await challenges.issue(x);
+    const used = await challenges.consume(ENV, FP, undefined, now);
+    await challenges.revert({ consumed: used }, x.expiresAt);
+    t.is(await challenges.consume(ENV, FP, x.id, now), undefined);
+    t.is(await challenges.consume(ENV, FP, undefined, now), undefined);
+  });
+
+  test(`[${kind}] an issued challenge withdrawn is gone, by id and by fingerprint; a newer one stays`, async (t) => {
+    const { challenges } = stateOf(kind, t);
+    const now = Date.now();
+    const y = challenge(`ch_${unique()}`, now);
+    await challenges.issue(y);
+    await challenges.revert({ issued: y }, now);
+    t.is(await challenges.consume(ENV, FP, y.id, now), undefined);
+    t.is(await challenges.consume(ENV, FP, undefined, now), undefined);
+
+    const older = challenge(`ch_${unique()}`, now);
+    const newer = challenge(`ch_${unique()}`, now);
+    await challenges.issue(older);
+    await challenges.issue(newer);
+    await challenges.revert({ issued: older }, now);
+    t.is((await challenges.consume(ENV, FP, undefined, now))?.id, newer.id);
+  });
+
+  test(`[${kind}] a retry that used one challenge and was issued another is undone whole: the first is the transaction's again`, async (t) => {
+    const { challenges } = stateOf(kind, t);
+    const now = Date.now();
+    const x = challenge(`ch_${unique()}`, now);
+    const y = challenge(`ch_${unique()}`, now);
+    await challenges.issue(x);
+    const used = await challenges.consume(ENV, FP, undefined, now);
+    await challenges.issue(y);
+    await challenges.revert({ consumed: used, issued: y }, now);
+    t.is(await challenges.consume(ENV, FP, y.id, now), undefined);
+    t.is((await challenges.consume(ENV, FP, undefined, now))?.id, x.id);
+  });
+}
+
+test('[redis] a challenge put back lives out only what was left of its lifetime, its pointer too', async (t) => {
+  const prefix = `tps-test:${unique()}:`;
+  const { challenges } = stateOf('redis', t, prefix);
+  const redis = new Redis(REDIS_TEST_URL);
+  t.teardown(() => redis.disconnect());
+  const issuedAt = Date.now();
+  const x = challenge(`ch_${unique()}`, issuedAt);
+  await challenges.issue(x);
+  const used = await challenges.consume(ENV, FP, undefined, issuedAt);
+  // Put back as if 9 of its 10 minutes had gone by.
+  const later = issuedAt + 540_000;
+  await challenges.revert({ consumed: used }, later);
+  const keys = await redis.keys(`${prefix}ch*`);
+  t.is(keys.length, 2);
+  for (const key of keys) {
+    const ttl = await redis.pttl(key);
+    t.true(ttl > 0 && ttl <= x.expiresAt - later, `${key}: ${ttl} ms`);
+  }
+});
