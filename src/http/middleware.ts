@@ -64,6 +64,10 @@ function bodyError(err: unknown): ApiError | undefined {
   const e = err as { status?: number; type?: string; code?: unknown; errno?: unknown; message?: string } | undefined;
   if (e?.type === 'entity.too.large' || e?.status === 413) return new ApiError('payload_too_large', 'the request body is larger than the limit');
   if (e?.type === 'entity.parse.failed' || (e?.status === 400 && err instanceof SyntaxError)) return invalidJson();
+  // raw-body's: the client hung up, or stopped, short of the content-length it announced.
+  if (e?.type === 'request.aborted' || e?.type === 'request.size.invalid') {
+    return new ApiError('invalid_json', 'the request body ended before the length its content-length announced');
+  }
   // zlib's own error (Z_DATA_ERROR, Z_BUF_ERROR; Brotli's ERR__ERROR_…): the body is not what its content-encoding says.
   if (typeof e?.errno === 'number' && typeof e.code === 'string' && /^(?:Z_|ERR__ERROR_)/.test(e.code)) {
     return new ApiError('invalid_json', 'the request body could not be decoded as its content-encoding says');
