@@ -33,7 +33,6 @@ function send(ctx: Ctx, status: number, body: ErrorBody, headers?: Record<string
 /** CONTRACT's error body for every failure; a stack trace never leaves the process. */
 export const errors = (log: Logger): Middleware => async (ctx, next) => {
   try {
-    refuseControlInPath(ctx);
     await next();
     if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
@@ -47,17 +46,6 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
     }
   }
 };
-
-// A percent-encoded control character (C0, DEL, C1 as UTF-8) in the path. Every id a path can
-// carry (GET /api/events/{telemetryId}) refuses them, and a NUL would reach the store's query.
-const CONTROL_IN_PATH = /%(?:[01][0-9a-f]|7f|c2%[89][0-9a-f])/i;
-
-/** Checked here, before any route, as the one place every path passes through. */
-function refuseControlInPath(ctx: Ctx): void {
-  if (CONTROL_IN_PATH.test(ctx.path)) {
-    throw new ApiError('invalid_request', 'the URL path is invalid', [{ path: '(url path)', message: 'the URL path must not contain control characters' }]);
-  }
-}
 
 /** What reading a body (raw-body, co-body, koa-bodyparser, zlib through inflation) threw, as the client's error. */
 function bodyError(err: unknown): ApiError | undefined {

@@ -3,7 +3,8 @@ import { check, freeFormProblem, id as identifier, mapOf, strictObject, yup } fr
 
 // SPEC 2.3 with the bounds of SPEC 8. Lengths match the events columns; the telemetryId alphabet
 // keeps it usable as-is in GET /api/events/{telemetryId}.
-const TELEMETRY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const TELEMETRY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const TELEMETRY_ID_RULE = 'must be 1 to 128 letters, digits or . _ : -';
 const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
 const SUMMARY_MAX_BYTES = 4096;
 
@@ -17,7 +18,7 @@ export const ingestRecordSchema = strictObject({
   telemetryId: yup
     .string()
     .required()
-    .matches(TELEMETRY_ID, '${path} must be 1 to 128 letters, digits or . _ : -')
+    .matches(TELEMETRY_ID, `\${path} ${TELEMETRY_ID_RULE}`)
     .notOneOf(['stream'], '${path} "stream" is reserved (GET /api/events/stream)'),
   requestSummary: yup
     .object()

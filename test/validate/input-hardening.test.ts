@@ -121,7 +121,7 @@ test('a NUL in an event query parameter or in the event path is a 400, not a 500
   assertRefused(t, await get(`${url}/api/events?actorId=%00`, secretKey), 'actorId');
   assertRefused(t, await get(`${url}/api/events?resourceId=r%01`, secretKey), 'resourceId');
   assertRefused(t, await get(`${url}/api/events/stream?operationKey=%00`, secretKey), 'operationKey');
-  assertRefused(t, await get(`${url}/api/events/%00`, secretKey), '(url path)');
+  assertRefused(t, await get(`${url}/api/events/%00`, secretKey), 'telemetryId');
   t.is((await get(`${url}/api/events/no-such-event`, secretKey)).status, 404);
 });
 

@@ -11,7 +11,7 @@ import { StreamSubscriber, type StreamOptions } from '../../events/subscriber.js
 import type { KnexEventStore } from '../../store/eventStore.js';
 import type { PolicyVersionStore } from '../../store/policyVersionStore.js';
 import { validateEventQuery } from '../../validate/eventQuery.js';
-import { validateIngestRecord } from '../../validate/ingestRecord.js';
+import { TELEMETRY_ID, TELEMETRY_ID_RULE, validateIngestRecord } from '../../validate/ingestRecord.js';
 import type { Ctx, Middleware, TpsState } from '../middleware.js';
 
 export interface EventRoutesDeps {
@@ -85,7 +85,10 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
   });
 
   router.get('/api/events/:telemetryId', ...guard, async (ctx) => {
-    const event = await deps.store.get(ctx.state.principal.environment, ctx.params.telemetryId!);
+    const telemetryId = ctx.params.telemetryId!;
+    // Only ids ingest could have stored reach the store (a NUL would fail PostgreSQL's query).
+    if (!TELEMETRY_ID.test(telemetryId)) throw new ApiError('invalid_request', 'the telemetryId is invalid', [{ path: 'telemetryId', message: `telemetryId ${TELEMETRY_ID_RULE}` }]);
+    const event = await deps.store.get(ctx.state.principal.environment, telemetryId);
     if (!event) throw new ApiError('not_found', 'no event with this telemetryId in this environment');
     const version = event.policyVersionId ? await deps.policyVersions.get(event.policyVersionId) : undefined;
     ctx.body = {
