@@ -68,6 +68,17 @@ function query(filters: EventFilters): string {
   return text === '' ? '' : `?${text}`;
 }
 
+// setTimeout's ceiling: a longer delay fires at once (with a TimeoutOverflowWarning), so every call would time out.
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+function timeoutOf(value: unknown): number {
+  if (value === undefined) return 2_000;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMEOUT_MS) {
+    throw new TypeError(`TPS: timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMEOUT_MS}, got ${String(value)}`);
+  }
+  return value;
+}
+
 export function createClient(options: ClientOptions): TpsClient {
   const secretKey = checkSecretKey(options.secretKey);
   if (typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
@@ -78,7 +89,7 @@ export function createClient(options: ClientOptions): TpsClient {
   const config: TransportConfig = {
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     secretKey,
-    timeoutMs: options.timeoutMs ?? 2_000,
+    timeoutMs: timeoutOf(options.timeoutMs),
     fetch: fetchImpl,
   };
   const retry: RetryPolicy = retryPolicy(options.retry);

@@ -145,7 +145,9 @@ export const policySchema = strictObject({
       if (medium < high) return true;
       const shown = (name: string, v: number, written: boolean) => `thresholds.${name} (${v}${written ? '' : ', the default'})`;
       return this.createError({ message: `${shown('medium', medium, t.medium !== undefined)} must be below ${shown('high', high, t.high !== undefined)}` });
-    }),
+    })
+    // At or above deny, a score step-up could never be asked: deny outranks it at every score.
+    .test('step-up-below-deny', 'thresholds.stepUp must be below thresholds.deny, or the score step-up can never be asked', (t) => !t || t.stepUp === undefined || t.deny === undefined || t.stepUp < t.deny),
   weights: mapOf(() => yup.number().required().min(0).max(100), /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name'),
   requireRoles: yup.array(yup.string().required().min(1).max(128)).min(1, '${path} must name at least one role').default(undefined),
   requireRecentHumanSignal: strictObject({

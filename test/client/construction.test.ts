@@ -45,3 +45,12 @@ test('a retry field given as undefined keeps its default; a bad one is refused a
     t.throws(() => createClient({ baseUrl, secretKey: 'svc_sec_x', retry: retry as never }), { instanceOf: TypeError, message }, JSON.stringify(retry));
   }
 });
+
+test('timeoutMs is a positive number of milliseconds within what setTimeout can wait', (t) => {
+  t.notThrows(() => createClient({ baseUrl, secretKey: 'svc_sec_x', timeoutMs: undefined }));
+  t.notThrows(() => createClient({ baseUrl, secretKey: 'svc_sec_x', timeoutMs: 2_147_483_647 }));
+  // 0, NaN or a string would time every call out at once, as would a delay past setTimeout's ceiling.
+  for (const timeoutMs of [0, -5, Number.NaN, Infinity, 2_147_483_648, '2000']) {
+    t.throws(() => createClient({ baseUrl, secretKey: 'svc_sec_x', timeoutMs: timeoutMs as never }), { instanceOf: TypeError, message: /timeoutMs must be/ }, String(timeoutMs));
+  }
+});

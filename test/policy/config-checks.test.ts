@@ -45,6 +45,11 @@ test('thresholds are ordered as they run, with the defaults filled in', (t) => {
   t.deepEqual(problemsWith(thresholds('{ high: 20 }')), ['rules/standard.yaml thresholds: thresholds.medium (30, the default) must be below thresholds.high (20)']);
   t.deepEqual(problemsWith(thresholds('{ medium: 60, high: 60 }')), ['rules/standard.yaml thresholds: thresholds.medium (60) must be below thresholds.high (60)']);
   t.deepEqual(problemsWith(thresholds('{ medium: 50, stepUp: 70 }')), []);
+  // deny outranks step_up_required: a stepUp at or above deny would never be asked.
+  const stepUpUnreachable = ['rules/standard.yaml thresholds: thresholds.stepUp must be below thresholds.deny, or the score step-up can never be asked'];
+  t.deepEqual(problemsWith(thresholds('{ stepUp: 85, deny: 85 }')), stepUpUnreachable);
+  t.deepEqual(problemsWith(thresholds('{ stepUp: 90, deny: 80 }')), stepUpUnreachable);
+  t.deepEqual(problemsWith(thresholds('{ stepUp: 84, deny: 85 }')), []);
 });
 
 test('a risk signal cannot read velocity.* or risk.*, which are not known while scoring', (t) => {
