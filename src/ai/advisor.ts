@@ -65,7 +65,8 @@ export function createAdvisor(options: AdvisorOptions = {}): Advisor {
   async function assess(view: AdvisoryView, settings: AiSettings): Promise<AiAssessment> {
     if (!adapter || !settings?.enabled) return finish({ status: 'skipped', scoreDelta: 0 });
     const model = settings.model ?? options.model;
-    if (!breaker.tryAcquire()) {
+    const permit = breaker.tryAcquire();
+    if (!permit) {
       // Reported without waiting: the point of the breaker is that evaluate pays nothing.
       return finish({ status: 'error', scoreDelta: 0, model, latencyMs: 0 }, 'breaker_open');
     }
@@ -88,16 +89,16 @@ export function createAdvisor(options: AdvisorOptions = {}): Advisor {
       // Racing (not only aborting) keeps the budget even for an adapter that ignores its signal.
       const raw = await Promise.race([call, timedOut]);
       if (raw === TIMED_OUT) {
-        breaker.onFailure();
+        breaker.onFailure(permit);
         return finish({ status: 'timeout', scoreDelta: 0, model, latencyMs: elapsed() });
       }
       const answer = validate(raw);
       if (!answer) {
-        breaker.onFailure();
+        breaker.onFailure(permit);
         logger?.warn({ model }, 'AI model answer failed validation');
         return finish({ status: 'invalid_output', scoreDelta: 0, model, latencyMs: elapsed() });
       }
-      breaker.onSuccess();
+      breaker.onSuccess(permit);
       return finish({
         status: 'applied',
         scoreDelta: clampDelta(answer.scoreDelta, maxDelta),
@@ -108,10 +109,10 @@ export function createAdvisor(options: AdvisorOptions = {}): Advisor {
       });
     } catch (err) {
       if (controller.signal.aborted) {
-        breaker.onFailure();
+        breaker.onFailure(permit);
         return finish({ status: 'timeout', scoreDelta: 0, model, latencyMs: elapsed() });
       }
-      breaker.onFailure();
+      breaker.onFailure(permit);
       const status: AiStatus = err instanceof ModelOutputError ? 'invalid_output' : 'error';
       const kind: AiErrorKind | undefined = status === 'error' ? (err instanceof ModelHttpError ? 'http' : 'network') : undefined;
       logger?.warn({ err, model }, 'AI model call failed');

@@ -15,10 +15,22 @@ export interface BreakerOptions {
   onStateChange?: (state: BreakerState) => void;
 }
 
+/**
+ * What a call went out with. Its result counts only for the breaker it left: a call from before the
+ * breaker opened (an older epoch) lands as neither success nor failure, so neither a late success
+ * nor a late failure can settle a half-open breaker in place of its trial.
+ */
+export interface Permit {
+  readonly trial: boolean;
+  readonly epoch: number;
+}
+
 export class CircuitBreaker {
   private current: BreakerState = 'closed';
   private failures = 0;
   private openedAt = 0;
+  /** Bumped each time the breaker opens: the calls of earlier epochs are stale. */
+  private epoch = 0;
   private trialInFlight = false;
   private readonly threshold: number;
   private readonly coolDownMs: number;
@@ -39,41 +51,44 @@ export class CircuitBreaker {
   }
 
   /**
-   * Whether a call may go out now. Half-open lets exactly one trial through; the others are
-   * rejected until that trial reports back, so a dead model is not stampeded after the cool-down.
+   * A permit if a call may go out now, else undefined. Half-open lets exactly one trial through; the
+   * others are refused until that trial reports back, so a dead model is not stampeded after the cool-down.
    */
-  tryAcquire(): boolean {
+  tryAcquire(): Permit | undefined {
     const state = this.state;
-    if (state === 'closed') return true;
+    if (state === 'closed') return { trial: false, epoch: this.epoch };
     if (state === 'half_open' && !this.trialInFlight) {
       this.trialInFlight = true;
-      return true;
+      return { trial: true, epoch: this.epoch };
     }
-    return false;
+    return undefined;
   }
 
-  /**
-   * While closed, a success resets the consecutive count; only the half-open trial closes the
-   * breaker. A call that went out before the breaker opened and succeeds after is ignored: the
-   * cool-down and the trial stand.
-   */
-  onSuccess(): void {
-    if (this.current === 'closed') {
-      this.failures = 0;
-    } else if (this.current === 'half_open' && this.trialInFlight) {
+  /** While closed, a success resets the consecutive count; the half-open trial's closes the breaker. */
+  onSuccess(permit: Permit): void {
+    if (this.stale(permit)) return;
+    this.failures = 0;
+    if (permit.trial) {
       this.trialInFlight = false;
-      this.failures = 0;
       this.transition('closed');
     }
   }
 
-  onFailure(): void {
-    this.trialInFlight = false;
+  /** While closed, the threshold'th consecutive failure opens the breaker; a failed trial reopens it. */
+  onFailure(permit: Permit): void {
+    if (this.stale(permit)) return;
     this.failures += 1;
-    if (this.current === 'half_open' || (this.current === 'closed' && this.failures >= this.threshold)) {
+    if (permit.trial || this.failures >= this.threshold) {
+      this.trialInFlight = false;
       this.openedAt = this.now();
+      this.epoch += 1;
       this.transition('open');
     }
+  }
+
+  /** A call that went out before the breaker last opened. */
+  private stale(permit: Permit): boolean {
+    return permit.epoch !== this.epoch;
   }
 
   private transition(state: BreakerState): void {

@@ -13,31 +13,32 @@ test('breaker: opens after N consecutive failures, half-opens after the cool-dow
   let now = 0;
   const seen: string[] = [];
   const b = new CircuitBreaker({ failureThreshold: 3, coolDownMs: 1000, now: () => now, onStateChange: (s) => seen.push(s) });
+  const call = () => b.tryAcquire()!;
 
-  b.onFailure();
-  b.onFailure();
-  b.onSuccess(); // a success resets the consecutive count
-  b.onFailure();
-  b.onFailure();
+  b.onFailure(call());
+  b.onFailure(call());
+  b.onSuccess(call()); // a success resets the consecutive count
+  b.onFailure(call());
+  b.onFailure(call());
   t.is(b.state, 'closed');
-  b.onFailure();
+  b.onFailure(call());
   t.is(b.state, 'open');
-  t.false(b.tryAcquire());
+  t.is(b.tryAcquire(), undefined);
 
   now = 999;
-  t.false(b.tryAcquire());
+  t.is(b.tryAcquire(), undefined);
   now = 1000;
   t.is(b.state, 'half_open');
-  t.true(b.tryAcquire(), 'one trial call');
-  t.false(b.tryAcquire(), 'only one trial at a time');
-  b.onFailure();
+  const trial = b.tryAcquire();
+  t.deepEqual(trial && { trial: trial.trial }, { trial: true }, 'one trial call');
+  t.is(b.tryAcquire(), undefined, 'only one trial at a time');
+  b.onFailure(trial!);
   t.is(b.state, 'open', 'a failed trial reopens');
 
   now = 2000;
-  t.true(b.tryAcquire());
-  b.onSuccess();
+  b.onSuccess(call());
   t.is(b.state, 'closed');
-  t.true(b.tryAcquire());
+  t.truthy(b.tryAcquire());
   t.deepEqual(seen, ['open', 'half_open', 'open', 'half_open', 'closed']);
 });
 
@@ -99,26 +100,40 @@ test('advisor: a failed half-open trial reopens the breaker', async (t) => {
   t.is(fake.requests.length, 2);
 });
 
-test('breaker: a call that went out while closed and succeeds after it opened does not close it', (t) => {
+test('breaker: a call that went out while closed and lands after it opened settles nothing', (t) => {
   let now = 0;
   const seen: string[] = [];
   const b = new CircuitBreaker({ failureThreshold: 2, coolDownMs: 1000, now: () => now, onStateChange: (s) => seen.push(s) });
-  t.true(b.tryAcquire(), 'a slow call goes out while closed');
-  t.true(b.tryAcquire());
-  t.true(b.tryAcquire());
-  b.onFailure();
-  b.onFailure();
+  const slow = [b.tryAcquire()!, b.tryAcquire()!, b.tryAcquire()!];
+  b.onFailure(b.tryAcquire()!);
+  b.onFailure(b.tryAcquire()!);
   t.is(b.state, 'open');
-  b.onSuccess(); // the slow call lands
+  b.onSuccess(slow[0]!); // a slow call lands
   t.is(b.state, 'open', 'the cool-down stands');
-  t.false(b.tryAcquire());
+  t.is(b.tryAcquire(), undefined);
 
   now = 1000;
   t.is(b.state, 'half_open');
-  b.onSuccess(); // another late one, before any trial went out
+  b.onSuccess(slow[1]!); // another late one, before any trial went out
   t.is(b.state, 'half_open', 'only the trial closes it');
-  t.true(b.tryAcquire(), 'the trial');
-  b.onSuccess();
+  const trial = b.tryAcquire()!;
+  b.onFailure(slow[2]!); // a late failure while the trial is out
+  t.is(b.state, 'half_open', 'nor does a late failure reopen it');
+  t.is(b.tryAcquire(), undefined, 'the trial is still the one out');
+  b.onSuccess(trial);
   t.is(b.state, 'closed');
   t.deepEqual(seen, ['open', 'half_open', 'closed']);
+});
+
+test('breaker: a late success does not close a half-open breaker in place of its failing trial', (t) => {
+  let now = 0;
+  const b = new CircuitBreaker({ failureThreshold: 1, coolDownMs: 1000, now: () => now });
+  const slow = b.tryAcquire()!;
+  b.onFailure(b.tryAcquire()!);
+  now = 1000;
+  const trial = b.tryAcquire()!;
+  b.onSuccess(slow); // lands during the trial
+  t.is(b.state, 'half_open');
+  b.onFailure(trial);
+  t.is(b.state, 'open', 'the trial decides');
 });
