@@ -6,7 +6,7 @@ import { ModelHttpError, ModelOutputError, type ModelAdapter } from './adapter.j
 import { CircuitBreaker, type BreakerOptions } from './breaker.js';
 import { BREAKER_STATE_VALUE, type AiErrorKind, type AiMetrics } from './metrics.js';
 import { createOpenAiAdapter } from './openai.js';
-import { effectiveMaxDelta } from './settings.js';
+import { clampDelta, effectiveMaxDelta } from './settings.js';
 import { AI_DEFAULT_TIMEOUT_MS, type AdvisoryView, type AiAssessment, type AiSettings, type AiStatus } from './types.js';
 
 export interface AdvisorOptions {
@@ -154,13 +154,6 @@ function validate(raw: unknown): { scoreDelta: number; rationale: string; labels
   } catch {
     return undefined;
   }
-}
-
-/** Whole points (scores are integers) within ±maxDelta. */
-function clampDelta(delta: number, maxDelta: number): number {
-  const cap = Math.floor(maxDelta);
-  const clamped = Math.min(cap, Math.max(-cap, Math.round(delta)));
-  return clamped === 0 ? 0 : clamped; // no -0 in evidence
 }
 
 function positive(n: number | undefined): number | undefined {

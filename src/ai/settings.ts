@@ -47,6 +47,13 @@ export function resolveAiSettings(...blocks: Array<AiConfigBlock | undefined | n
   };
 }
 
+/** Whole points (scores are integers) within ±maxDelta. */
+export function clampDelta(delta: number, maxDelta: number): number {
+  const cap = Math.floor(maxDelta);
+  const clamped = Math.min(cap, Math.max(-cap, Math.round(delta)));
+  return clamped === 0 ? 0 : clamped; // no -0 in evidence
+}
+
 /** The cap applied to a model's delta: the configured maximum, defaulted, never above the hard cap. */
 export function effectiveMaxDelta(maxScoreDelta: number | undefined): number {
   const v = maxScoreDelta === undefined || !Number.isFinite(maxScoreDelta) ? AI_DEFAULT_MAX_SCORE_DELTA : maxScoreDelta;

@@ -1,6 +1,6 @@
+import { clampDelta, effectiveMaxDelta, resolveAiSettings } from '../ai/settings.js';
 import type { AiAssessment, EvaluateRequest } from '../api/types.js';
-import type { Catalog, CompiledOperation } from '../policy/catalog.js';
-import type { CompiledPolicy } from '../policy/compile.js';
+import type { Catalog } from '../policy/catalog.js';
 import { MemoryChallengeStore, type ChallengeStore } from '../state/challenges.js';
 import { MemoryVelocityCounter, type VelocityCounter } from '../state/counters.js';
 import type { EventRecord } from '../store/eventStore.js';
@@ -68,19 +68,19 @@ export class FixedVelocityCounter implements VelocityCounter {
   async close(): Promise<void> {}
 }
 
-/** Mirrors the advisory's own switch: no `ai:` block means off; a block means on unless enabled: false. */
-export function aiEnabled(operation: CompiledOperation, policy: CompiledPolicy): boolean {
-  const blocks = [operation.ai, policy.ai].filter((b) => b !== undefined && b !== null);
-  return blocks.length > 0 && Object.assign({}, ...blocks).enabled !== false;
-}
-
 /**
  * An advisory that answers with an assessment already made (the one an event recorded, or one a
  * fixture names) instead of calling a model: replay never calls a model, and fixtures stay offline.
+ * The advisory's own settings still apply, as the server's advisor applies them to a model's answer:
+ * no assessment unless the working tree enables it, a delta rounded and clamped to its maxScoreDelta,
+ * and none but an applied assessment moves the score.
  */
 export class RecordedAdvisory implements AdvisoryPort {
-  constructor(private readonly recorded: AiAssessment | undefined) {}
+  constructor(private readonly recorded: Pick<AiAssessment, 'status' | 'scoreDelta'> | undefined) {}
   async assess({ operation, policy }: AdvisoryInput): Promise<AiAssessment | undefined> {
-    return this.recorded && aiEnabled(operation, policy) ? this.recorded : undefined;
+    const settings = resolveAiSettings(operation.ai, policy.ai);
+    if (!this.recorded || !settings.enabled) return undefined;
+    const scoreDelta = this.recorded.status === 'applied' ? clampDelta(this.recorded.scoreDelta, effectiveMaxDelta(settings.maxScoreDelta)) : 0;
+    return { ...this.recorded, scoreDelta };
   }
 }

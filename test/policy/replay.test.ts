@@ -6,6 +6,7 @@ import type { Explanation } from '../../src/api/types.js';
 import { SKIP_INGESTED, SKIP_NO_FACTS, SKIP_UNKNOWN_OPERATION } from '../../src/replay/recorded.js';
 import { fromRow, KnexEventStore, type EventRecord, type EventRow, type StoredEvent } from '../../src/store/eventStore.js';
 import { runCli } from '../helpers/cli.js';
+import { bareEvent } from '../helpers/events.js';
 import { openFreshStore, tempConfig } from '../helpers/config.js';
 import { REPO_ROOT, type StoreKind } from '../helpers/tps.js';
 
@@ -50,24 +51,8 @@ async function seededStore(store: StoreKind) {
   await runSeeds(db.knex, { configDir: REPO_ROOT, environment: 'test', count: COUNT, endMs: END });
   // Events that cannot be re-decided, each skipped with its reason: an ingested one (it carries
   // normalizedSignals, not the inputs a policy reads), one without facts, one of an operation gone.
-  const other = (telemetryId: string, source: 'ingest' | 'evaluate', operationKey: string, explanation: Explanation): EventRecord => ({
-    telemetryId,
-    environment: 'test',
-    source,
-    createdAt: END - 1000,
-    operationKey,
-    actorId: 'a',
-    resourceType: 'customer',
-    resourceId: 'c',
-    decision: 'allow',
-    score: 10,
-    riskBand: 'low',
-    reasons: ['low_risk_operation'],
-    policyId: null,
-    policyVersionId: null,
-    requestSummary: {},
-    explanation,
-  });
+  const other = (telemetryId: string, source: 'ingest' | 'evaluate', operationKey: string, explanation: Explanation): EventRecord =>
+    bareEvent(telemetryId, { source, createdAt: END - 1000, operationKey, explanation });
   await new KnexEventStore(db).insertBatch([
     other('ingested-1', 'ingest', 'customer.create', { signals: [], rules: [], normalizedSignals: { weak_session_continuity: 0.2 } }),
     other('no-facts-1', 'evaluate', 'customer.create', { signals: [], rules: [] }),

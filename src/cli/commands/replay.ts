@@ -1,14 +1,16 @@
-import { readSettings } from '../../config/env.js';
 import { replay } from '../../replay/replay.js';
 import { formatReplay } from '../../replay/report.js';
-import { openDatabase } from '../../store/db.js';
+import { parseInstant } from '../../validate/timestamp.js';
+import { openEventsToRead } from '../readStore.js';
 import { err, out, UsageError, type Command } from '../command.js';
 import { configDirOf, loadWorkingTree } from './policy.js';
 
+// parseInstant, not Date.parse: that reads a time without an offset in this machine's zone (the
+// window would move with TZ) and rolls 2025-02-30 over to March.
 function time(value: unknown, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const ms = Date.parse(String(value));
-  if (Number.isNaN(ms)) throw new UsageError(`${flag} must be an ISO 8601 time, e.g. 2025-01-31 or 2025-01-31T12:00:00Z`);
+  const ms = parseInstant(String(value), { allowDate: true });
+  if (ms === undefined) throw new UsageError(`${flag} must be an ISO 8601 date (UTC midnight) or date-time with an offset, e.g. 2025-01-31 or 2025-01-31T12:00:00Z`);
   return ms;
 }
 
@@ -33,7 +35,7 @@ const replayCommand: Command = {
     const samples = values.samples === undefined ? undefined : Number(values.samples);
     if (samples !== undefined && (!Number.isInteger(samples) || samples < 0)) throw new UsageError('--samples N must be an integer >= 0');
     const catalog = loadWorkingTree(configDirOf(positionals[0]));
-    const db = await openDatabase(readSettings().databaseUrl);
+    const db = await openEventsToRead();
     try {
       const report = await replay(
         db.knex,

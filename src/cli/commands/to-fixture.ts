@@ -1,7 +1,6 @@
-import { readSettings } from '../../config/env.js';
 import { eventToFixtureCase, fixtureCaseYaml } from '../../replay/toFixture.js';
-import { openDatabase } from '../../store/db.js';
 import { fromRow, type EventRow } from '../../store/eventStore.js';
+import { openEventsToRead } from '../readStore.js';
 import { out, UsageError, type Command } from '../command.js';
 import { configDirOf, loadWorkingTree } from './policy.js';
 
@@ -14,7 +13,7 @@ const toFixture: Command = {
     const [telemetryId, dir] = positionals;
     if (!telemetryId) throw new UsageError('usage: tps events to-fixture TELEMETRY_ID [DIR] [--env NAME] [--name TEXT]');
     const catalog = loadWorkingTree(configDirOf(dir));
-    const db = await openDatabase(readSettings().databaseUrl);
+    const db = await openEventsToRead();
     try {
       const q = db.knex<EventRow>('events').where('telemetry_id', telemetryId);
       if (values.env) q.where('environment', values.env as string);
