@@ -176,6 +176,13 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
 
     const app = new Koa<TpsState>({ proxy: false });
     app.silent = true;
+    // Once close() began, every answer closes its connection: a keep-alive client that keeps
+    // sending would otherwise hold server.close(), and SIGTERM's exit, open for ever.
+    let closing = false;
+    app.use(async (ctx, next) => {
+      await next();
+      if (closing) ctx.set('connection', 'close');
+    });
     const guard = [authenticate(keys), rateLimit(state.counters, settings.keyRateLimitPerMinute)];
     const json = [requireJson(), bodyParser({ enableTypes: ['json'], jsonLimit: String(settings.maxBodyBytes), strict: true }) as never];
     app.use(requestId());
@@ -226,10 +233,22 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         return { server, url: localUrl(host, bound) };
       },
       async close() {
+        closing = true;
         // Streams never end on their own: end them first, or the servers would wait for them.
         await hub.close();
         await retention.stop();
-        await Promise.all(servers.map((s) => new Promise<void>((resolve) => { s.close(() => resolve()); s.closeIdleConnections(); })));
+        await Promise.all(
+          servers.map(
+            (s) =>
+              new Promise<void>((resolve) => {
+                // An answer already being written leaves its connection idle after closeIdleConnections
+                // ran: it goes then, not keepAliveTimeout (65 s) later (read as each answer ends).
+                s.keepAliveTimeout = 1;
+                s.close(() => resolve());
+                s.closeIdleConnections();
+              }),
+          ),
+        );
         await committer.drain();
         await ingestor.drain();
         for (const close of closers) await close();

@@ -32,7 +32,26 @@ const COLLECT_TIMEOUT_MS = 5000;
  */
 export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]): void {
   // Collections under way, by id: the workers yet to answer, and what the others sent.
-  const collecting = new Map<number, { waiting: Set<Worker>; metrics: Metrics[]; done(): void; fail(why: string): void }>();
+  const collecting = new Map<number, { waiting: Set<Worker>; metrics: Map<Worker, Metrics>; done(): void; fail(why: string): void }>();
+  // The counters and histograms of workers that exited, as each last sent them: still summed, or a
+  // worker's death would step the service's counters back, a reset to Prometheus (whose rate() then
+  // counts the other workers' whole totals again). Merged as they come, so crashes cannot pile up.
+  const lastSent = new Map<Worker, Metrics>();
+  let retired: Metrics[] = [];
+  let merging = false;
+  const retire = (worker: Worker) => {
+    const last = lastSent.get(worker);
+    lastSent.delete(worker);
+    if (!last) return;
+    retired = [...retired, last.filter((m) => m.aggregator === 'sum' && ['counter', 'histogram'].includes(String(m.type)))];
+    if (retired.length < 2 || merging) return;
+    merging = true;
+    const merged = retired.length;
+    void AggregatorRegistry.aggregate(retired.slice(0, merged))
+      .getMetricsAsJSON()
+      .then((sum) => void (retired = [sum, ...retired.slice(merged)]))
+      .finally(() => (merging = false));
+  };
   let nextId = 0;
   const collect = (workers: Worker[]) =>
     new Promise<Metrics[]>((resolve, reject) => {
@@ -43,10 +62,10 @@ export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]):
       };
       const entry = {
         waiting: new Set(workers),
-        metrics: [] as Metrics[],
+        metrics: new Map<Worker, Metrics>(),
         done() {
           end();
-          resolve(entry.metrics);
+          resolve([...entry.metrics.values(), ...retired]);
         },
         fail(why: string) {
           end();
@@ -59,16 +78,21 @@ export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]):
       if (workers.length === 0) entry.done();
     });
 
-  // A worker that exits is no longer waited for: its metrics went with it.
+  // A worker that exits is no longer waited for; what it last sent counts as retired (once).
   cluster.on('exit', (worker) => {
-    for (const entry of collecting.values()) if (entry.waiting.delete(worker) && entry.waiting.size === 0) entry.done();
+    retire(worker);
+    for (const entry of collecting.values()) {
+      entry.metrics.delete(worker);
+      if (entry.waiting.delete(worker) && entry.waiting.size === 0) entry.done();
+    }
   });
   cluster.on('message', (worker, m: unknown) => {
     if (!isCollected(m)) return;
     const entry = collecting.get(m.id);
     if (!entry?.waiting.delete(worker)) return;
     if (m.tps === 'metrics.uncollected') return entry.fail(`a worker could not collect its metrics: ${m.message}`);
-    entry.metrics.push(m.metrics);
+    entry.metrics.set(worker, m.metrics);
+    lastSent.set(worker, m.metrics);
     if (entry.waiting.size === 0) entry.done();
   });
   answerWorkers(

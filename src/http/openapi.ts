@@ -9,6 +9,13 @@ const strings = { type: 'array', items: str } as const;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
 const bearer = [{ secretKey: [] }];
+// What every keyed route can answer besides its own: the key checks, the key's quota, a bug.
+const keyed = {
+  401: errorResponse('missing_api_key or invalid_api_key'),
+  403: errorResponse('publishable_key_not_allowed'),
+  429: errorResponse('rate_limited: the key\'s quota is spent (retry-after)'),
+  500: errorResponse('internal_error'),
+};
 const query = (name: string, schema: object, description?: string) => ({ name, in: 'query', schema, ...(description ? { description } : {}) });
 // CONTRACT "Decision Logs": the filters shared by the list and the stream.
 const eventFilters = [
@@ -106,6 +113,7 @@ export const openApiDocument = {
       },
       IngestRecord: {
         type: 'object',
+        additionalProperties: false,
         required: ['operationKey', 'actorId', 'resourceType', 'resourceId', 'telemetryId', 'requestSummary', 'decision', 'score', 'reasons', 'normalizedSignals'],
         properties: {
           operationKey: str,
@@ -118,6 +126,30 @@ export const openApiDocument = {
           score: { type: 'number', minimum: 0, maximum: 100 },
           reasons: strings,
           normalizedSignals: { type: 'object', additionalProperties: { type: 'number', minimum: 0, maximum: 1 } },
+        },
+      },
+      IngestResponse: {
+        type: 'object',
+        required: ['telemetryId', 'stored'],
+        properties: { telemetryId: str, stored: bool, duplicate: bool },
+      },
+      Readiness: {
+        type: 'object',
+        required: ['status', 'store', 'evaluation', 'configuration', 'policies'],
+        properties: {
+          status: { enum: ['ready', 'not_ready'] },
+          store: { type: 'object', properties: { status: { enum: ['ok', 'unreachable'] }, dialect: str } },
+          evaluation: { type: 'object', properties: { status: { enum: ['ok', 'restarting'] }, retryAfterSeconds: { type: 'integer' } } },
+          configuration: {
+            type: 'object',
+            properties: {
+              versionId: str,
+              loadedAt: { type: 'string', format: 'date-time' },
+              operations: { type: 'integer' },
+              lastReload: { type: 'object', properties: { status: { enum: ['ok', 'rejected'] }, problems: { type: 'array', items: { type: 'object', properties: { file: str, line: { type: 'integer' }, path: str, message: str } } } } },
+            },
+          },
+          policies: { type: 'array', items: { type: 'object', properties: { id: str, versionId: str } } },
         },
       },
       DecisionEvent: {
@@ -177,12 +209,10 @@ export const openApiDocument = {
         responses: {
           200: { description: 'The decision (deny, throttle and step_up_required are answers, not errors)', content: { 'application/json': { schema: ref('EvaluateResponse') } } },
           400: errorResponse('invalid_json or invalid_request'),
-          401: errorResponse('missing_api_key or invalid_api_key'),
-          403: errorResponse('publishable_key_not_allowed'),
+          ...keyed,
           413: errorResponse('payload_too_large'),
           415: errorResponse('unsupported_media_type'),
           422: errorResponse('unknown_operation'),
-          429: errorResponse('rate_limited'),
           503: errorResponse('store_unavailable, or evaluation_unavailable (with retry-after)'),
         },
       },
@@ -193,11 +223,10 @@ export const openApiDocument = {
         security: bearer,
         requestBody: { required: true, content: { 'application/json': { schema: ref('IngestRecord') } } },
         responses: {
-          201: { description: 'Stored' },
-          200: { description: 'Exact duplicate of a stored event' },
+          201: { description: 'Stored', content: { 'application/json': { schema: ref('IngestResponse') } } },
+          200: { description: 'Exact duplicate of a stored event (stored: false, duplicate: true)', content: { 'application/json': { schema: ref('IngestResponse') } } },
           400: errorResponse('invalid_json or invalid_request'),
-          401: errorResponse('missing_api_key or invalid_api_key'),
-          403: errorResponse('publishable_key_not_allowed'),
+          ...keyed,
           409: errorResponse('telemetry_id_conflict'),
           413: errorResponse('payload_too_large'),
           415: errorResponse('unsupported_media_type'),
@@ -216,8 +245,7 @@ export const openApiDocument = {
             content: { 'application/json': { schema: { type: 'object', required: ['events', 'nextCursor'], properties: { events: { type: 'array', items: ref('DecisionEvent') }, nextCursor: { type: ['string', 'null'] } } } } },
           },
           400: errorResponse('invalid_request: a bad filter value, or an unknown parameter; details name it'),
-          401: errorResponse('missing_api_key or invalid_api_key'),
-          403: errorResponse('publishable_key_not_allowed'),
+          ...keyed,
         },
       },
     },
@@ -229,8 +257,7 @@ export const openApiDocument = {
         responses: {
           200: { description: 'text/event-stream: one `data:` DecisionEvent per message, `id:` its cursor, heartbeat comments', content: { 'text/event-stream': { schema: str } } },
           400: errorResponse('invalid_request'),
-          401: errorResponse('missing_api_key or invalid_api_key'),
-          403: errorResponse('publishable_key_not_allowed'),
+          ...keyed,
           503: errorResponse('store_unavailable'),
         },
       },
@@ -254,13 +281,23 @@ export const openApiDocument = {
               },
             },
           },
-          401: errorResponse('missing_api_key or invalid_api_key'),
+          400: errorResponse('invalid_request: not a telemetryId ingest could have stored'),
+          ...keyed,
           404: errorResponse('not_found: no such event in this environment'),
         },
       },
     },
-    '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'alive' } } } },
-    '/readyz': { get: { summary: 'Readiness: store reachable, configuration loaded, policy versions', responses: { 200: { description: 'ready' }, 503: { description: 'not ready' } } } },
+    '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'alive', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } } } } } } } } },
+    '/readyz': {
+      get: {
+        summary: 'Readiness: store reachable, configuration loaded, policy versions',
+        responses: {
+          200: { description: 'ready', content: { 'application/json': { schema: ref('Readiness') } } },
+          503: { description: 'not_ready: the store is unreachable, or the evaluation thread is held back (retry-after)', content: { 'application/json': { schema: ref('Readiness') } } },
+        },
+      },
+    },
     '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'text exposition format' } } } },
+    '/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } } } },
   } as Record<string, unknown>,
 };

@@ -21,15 +21,22 @@ export class ConfigHolder {
     this.listeners.push(listener);
   }
 
+  /** Throws when the swap itself failed (a listener threw): nothing was swapped, and lastProblems says why. */
   async reload(): Promise<{ ok: boolean; problems: ConfigProblem[]; catalog: Catalog }> {
-    const { catalog, problems } = compileCatalog(loadConfigDir(this.catalog.dir));
-    if (!catalog) {
-      this.problems = problems;
-      return { ok: false, problems, catalog: this.catalog };
+    try {
+      const { catalog, problems } = compileCatalog(loadConfigDir(this.catalog.dir));
+      if (!catalog) {
+        this.problems = problems;
+        return { ok: false, problems, catalog: this.catalog };
+      }
+      for (const listener of this.listeners) await listener(catalog);
+      this.catalog = catalog;
+      this.problems = [];
+      return { ok: true, problems: [], catalog };
+    } catch (err) {
+      // E.g. the store could not remember the new policy versions: /readyz must not say the reload went well.
+      this.problems = [{ file: this.catalog.dir, path: '', message: `reload failed: ${(err as Error).message}` }];
+      throw err;
     }
-    for (const listener of this.listeners) await listener(catalog);
-    this.catalog = catalog;
-    this.problems = [];
-    return { ok: true, problems: [], catalog };
   }
 }

@@ -55,7 +55,7 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     } catch (err) {
       // E.g. the store could not remember the new policy versions: nothing was swapped.
       logger.error({ trigger, err: { message: (err as Error).message } }, 'configuration reload failed; the last good configuration keeps serving');
-      return { ok: false, versionId: before, changed: false, problems: [{ file: options.dir, path: '', message: `reload failed: ${(err as Error).message}` }] };
+      return { ok: false, versionId: before, changed: false, problems: [...holder.lastProblems()] };
     }
   };
 

@@ -234,3 +234,35 @@ for (const [setting, expected] of [['auto', false], ['true', true]] as const) {
     t.is(await server.stop('SIGTERM'), 0);
   });
 }
+
+// A worker's counters die with it; summed without them, /metrics' counters would step back, which
+// Prometheus takes for a reset (its rate() then counts the other workers' whole totals again).
+test('TPS_WORKERS=2: a worker that dies is replaced, and the counters on /metrics keep what it had counted', async (t) => {
+  const { server, secretKey } = await twoWorkers(t, 'sqlite');
+  const port = await server.loggedPort('TPS workers listening');
+  // Each on a connection of its own: the primary hands them to the two workers in turn.
+  const evaluate = async (n: number, tag: string) => {
+    const answers = await Promise.all(Array.from({ length: n }, (_, i) => post(port, { operationKey: 'customer.create', actor: { id: `u-${tag}-${i}` }, resource: { type: 'customer', id: `c${i}` } }, secretKey)));
+    t.true(answers.every((r) => r.status === 200));
+  };
+  const decisions = async () => sumOf(parseMetrics(await getText(port, '/metrics')), 'tps_decisions_total');
+  await evaluate(10, 'before');
+  t.is(await decisions(), 10);
+
+  const workers = childrenOf(server.pid);
+  t.is(workers.length, 2);
+  process.kill(workers[0]!, 'SIGKILL');
+  await server.logged(/a TPS worker died; starting another[\s\S]*"msg":"TPS workers listening"/);
+  t.is(childrenOf(server.pid).length, 2);
+  t.is(await decisions(), 10);
+  await evaluate(4, 'after');
+  t.is(await decisions(), 14);
+
+  // A second death: the retired counts add up (merged into one), without counting any twice.
+  process.kill(childrenOf(server.pid)[1]!, 'SIGKILL');
+  await server.logged(/a TPS worker died; starting another[\s\S]*a TPS worker died; starting another[\s\S]*"msg":"TPS workers listening"/);
+  t.is(await decisions(), 14);
+  await evaluate(2, 'last');
+  t.is(await decisions(), 16);
+  t.is(await server.stop('SIGTERM'), 0);
+});

@@ -179,3 +179,31 @@ test.serial('the server process reloads on SIGHUP', async (t) => {
   t.not(after, before);
   t.is(after, versionOf(cfg, 'payments'));
 });
+
+test('a reload the store cannot record is refused, and /readyz says so until one succeeds', async (t) => {
+  const cfg = tempConfig({ fixtures: false });
+  const tps = await startTps({ configDir: cfg.dir, env: { TPS_WATCH_CONFIG: 'false' } });
+  t.teardown(async () => {
+    await tps.close();
+    cfg.cleanup();
+  });
+  const before = versionOf(cfg, 'payments');
+  // The store cannot remember the new policy version: a real failure of the reload's write.
+  await tps.tps.db.knex.schema.renameTable('policy_versions', 'policy_versions_away');
+  cfg.replace('rules/payments.yaml', 'value: 10000', 'value: 5000');
+  const failed = await tps.tps.reloadConfig('SIGHUP');
+  t.false(failed.ok);
+  const refused = (await get(`${tps.url}/readyz`)).body;
+  t.is(refused.configuration.lastReload.status, 'rejected');
+  t.regex(refused.configuration.lastReload.problems[0].message, /^reload failed: /);
+  t.is(policyVersion(refused, 'payments'), before);
+  const still = await post(`${tps.url}/api/evaluate`, payment(7000), tps.secretKey);
+  t.is(still.body.policyVersionId, before);
+  t.is(still.body.decision, 'allow');
+
+  await tps.tps.db.knex.schema.renameTable('policy_versions_away', 'policy_versions');
+  t.true((await tps.tps.reloadConfig('SIGHUP')).ok);
+  const fixed = (await get(`${tps.url}/readyz`)).body;
+  t.deepEqual(fixed.configuration.lastReload, { status: 'ok' });
+  t.is(policyVersion(fixed, 'payments'), versionOf(cfg, 'payments'));
+});
