@@ -6,7 +6,7 @@ import type { SessionContext } from '../api/types.js';
 import { continuityStrength } from './continuity.js';
 import { HEADERS } from './headers.js';
 import { captureSignals } from './signals.js';
-import { randomId, read, readCookie, write, writeSessionCookie } from './storage.js';
+import { isId, randomId, read, readCookie, write, writeSessionCookie } from './storage.js';
 import { currentTab } from './tab.js';
 
 export { HEADERS } from './headers.js';
@@ -51,7 +51,7 @@ let preparedBefore = false;
 function currentSession(): { id: string; continued: boolean } {
   if (session) return session;
   const existing = readCookie(SESSION_COOKIE) ?? read('sessionStorage', SESSION_KEY);
-  if (existing && /^[0-9a-f]{32}$/.test(existing)) return (session = { id: existing, continued: true });
+  if (isId(existing)) return (session = { id: existing, continued: true });
   const id = randomId();
   if (!writeSessionCookie(SESSION_COOKIE, id)) write('sessionStorage', SESSION_KEY, id);
   return (session = { id, continued: false });

@@ -40,6 +40,9 @@ export function writeSessionCookie(name: string, value: string): boolean {
   return readCookie(name) === value;
 }
 
+/** The shape of randomId(): what a session or tab id read back from storage must have. */
+export const isId = (value: unknown): value is string => typeof value === 'string' && /^[0-9a-f]{32}$/.test(value);
+
 /** 128 random bits as hex. getRandomValues, unlike randomUUID, also works on plain http pages. */
 export function randomId(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');

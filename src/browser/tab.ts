@@ -9,7 +9,7 @@
 // it out again. If pagehide never fires (crash, killed mobile tab) the tab simply gets a new id,
 // which only lowers continuity.
 
-import { randomId, read, write } from './storage.js';
+import { isId, randomId, read, write } from './storage.js';
 
 const KEY = 'svc:tab';
 
@@ -32,8 +32,12 @@ export function currentTab(): TabState {
     saved = undefined;
   }
   write('sessionStorage', KEY, null);
-  const state: TabState = typeof saved?.t === 'string'
-    ? { id: saved.t, continued: true, lastSignal: typeof saved.h === 'number' ? saved.h : undefined }
+  // Any script of the origin can write here. A tab id must look like ours (it becomes a header
+  // value), and a signal time must be a past instant: a later one would count as fresh until the
+  // clock caught up, and one outside Date's range made prepare() throw in toISOString.
+  const h = saved?.h;
+  const state: TabState = isId(saved?.t)
+    ? { id: saved.t, continued: true, lastSignal: typeof h === 'number' && h >= 0 && h <= Date.now() ? h : undefined }
     : { id: randomId(), continued: false };
   addEventListener('pagehide', () => write('sessionStorage', KEY, JSON.stringify({ t: state.id, h: state.lastSignal })));
   addEventListener('pageshow', (event) => {

@@ -49,6 +49,12 @@ export interface OpenOptions {
   sqlitePageSize?: number;
 }
 
+// knex prints its own warnings with console.log: on stdout, "Acquire connection error" with the
+// error's whole stack. That corrupts `tps events export > file`, `--json` output and the server's
+// JSON log, and the caller gets the error anyway: its first line, on stderr.
+const toStderr = (message: unknown): void => void process.stderr.write(`${String(message).split('\n')[0]}\n`);
+const KNEX_LOG = { warn: toStderr, error: toStderr, deprecate: toStderr };
+
 /** Whether DATABASE_URL names PostgreSQL; anything else is a SQLite file (CONTRACT). */
 export const isPostgresUrl = (url: string | undefined): url is string => /^postgres(ql)?:\/\//.test(url ?? '');
 
@@ -93,6 +99,7 @@ function sqlitePath(url: string | undefined): string {
 function sqlitePool(file: string, min: number, max: number, pragmas: string): Knex {
   const knex = knexFactory({
     client: 'sqlite3',
+    log: KNEX_LOG,
     connection: { filename: file },
     useNullAsDefault: true,
     pool: {
@@ -173,6 +180,7 @@ function openPostgres(url: string): Database {
   parsed.searchParams.delete('schema');
   const knex = knexFactory({
     client: 'pg',
+    log: KNEX_LOG,
     connection: parsed.toString(),
     searchPath: schema ? [schema] : undefined,
     pool: { min: 0, max: 10 },

@@ -195,6 +195,36 @@ test('a new tab and a duplicated tab get their own tab id in the same session', 
   t.is(again.prepared.session.tabId, a.prepared.session.tabId);
 });
 
+test('tab state another script left in sessionStorage is not trusted: a foreign id or an impossible signal time is dropped', async (t) => {
+  const prepareIn = async (saved: string) => {
+    const context = await browser.newContext();
+    t.teardown(() => context.close());
+    // Written before the bundle loads, as another script of the origin (or an older page) could.
+    await context.addInitScript((value) => sessionStorage.setItem('svc:tab', value), saved);
+    const p = await open(context);
+    return p.evaluate(() => {
+      try {
+        return (window as any).tps.prepare({ operationKey: 'customer.create', resource: { type: 'customer', id: 'c1' } }) as Prepared;
+      } catch (err) {
+        return String(err);
+      }
+    });
+  };
+  // Out of Date's range: toISOString threw, so prepare() did.
+  const huge = await prepareIn(JSON.stringify({ t: 'a'.repeat(32), h: 1e300 }));
+  t.is(typeof huge, 'object', String(huge));
+  t.is((huge as Prepared).session.recentHumanSignalAt, undefined);
+  // An hour ahead (a clock set back since): it must not count as a fresh signal.
+  const ahead = await prepareIn(JSON.stringify({ t: 'b'.repeat(32), h: Date.now() + 3_600_000 }));
+  t.is((ahead as Prepared).session.recentHumanSignalAt, undefined);
+  t.is((ahead as Prepared).session.tabId, 'b'.repeat(32)); // the id itself is fine
+  t.is((ahead as Prepared).session.continuityStrength, 0.3); // same tab; no human signal
+  // Not an id of ours (it would become a header value): a new tab id instead.
+  const foreign = await prepareIn(JSON.stringify({ t: 'evil\r\nx-injected: 1', h: Date.now() - 1000 }));
+  t.regex((foreign as Prepared).session.tabId, /^[0-9a-f]{32}$/);
+  t.is((foreign as Prepared).session.recentHumanSignalAt, undefined);
+});
+
 test('a device becomes known in its next browser session, per publishable key', async (t) => {
   const context = await browser.newContext();
   t.teardown(() => context.close());

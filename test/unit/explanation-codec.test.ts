@@ -1,4 +1,5 @@
 import test from 'ava';
+import fc from 'fast-check';
 import zlib from 'node:zlib';
 import type { Explanation } from '../../src/api/types.js';
 import { OfflineEvaluator } from '../../src/evaluate/offline.js';
@@ -52,6 +53,25 @@ test.before(async () => {
 test('decodeExplanation reads back what encodeExplanation stored, evaluated and hand-made alike', (t) => {
   t.true(varied.length >= 10);
   for (const e of varied) t.deepEqual(decodeExplanation(encodeExplanation(e)), JSON.parse(JSON.stringify(e)));
+});
+
+test('property: any JSON an explanation can hold comes back exactly, in format 2 and in format 1', (t) => {
+  // Keys drawn from the dictionaries' own tokens as well as arbitrary unicode (lone surrogates too).
+  const key = fc.oneof(fc.constantFrom('signals', 'rules', 'name', 'value', 'facts', 'weak_session_continuity', '__proto__', 'constructor', ''), fc.string({ unit: 'binary' }));
+  const value = fc.letrec((tie) => ({
+    any: fc.oneof({ depthSize: 'small' }, fc.string({ unit: 'binary' }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(tie('any'), { maxLength: 5 }), fc.dictionary(key, tie('any'), { maxKeys: 5 })),
+  })).any;
+  const dictionary = Buffer.from(EXPLANATION_DICTIONARY_V1);
+  fc.assert(
+    fc.property(fc.dictionary(key, value, { maxKeys: 6 }), fc.array(value, { maxLength: 3 }), (facts, list) => {
+      const e = { signals: [], rules: [], facts, list } as unknown as Explanation;
+      const json = JSON.parse(JSON.stringify(e)); // JSON's own normalisation: -0 is 0
+      const v1 = Buffer.concat([Buffer.of(1), zlib.deflateRawSync(JSON.stringify(e), { dictionary })]);
+      return JSON.stringify(decodeExplanation(encodeExplanation(e))) === JSON.stringify(json) && JSON.stringify(decodeExplanation(v1)) === JSON.stringify(json);
+    }),
+    { numRuns: 500 },
+  );
+  t.pass();
 });
 
 test('the store\'s generated explanations, small ones included, are stored smaller than their JSON', (t) => {

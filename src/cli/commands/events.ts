@@ -62,6 +62,8 @@ const tail: Command = {
   async run({ values }) {
     filterOf(values);
     const base = ((values.url as string | undefined) ?? process.env.TPS_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8787}`).replace(/\/+$/, '');
+    // Checked once here: the loop below retries failures, and an unusable URL would fail forever.
+    if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol)) throw new UsageError(`--url (or TPS_URL) must be an http:// or https:// URL, got "${base}"`);
     const key = (values.key as string | undefined) ?? process.env.TPS_SECRET_KEY;
     if (!key) throw new UsageError('--key (or TPS_SECRET_KEY) is required: the stream needs the environment secret key');
     const url = `${base}/api/events/stream?${new URLSearchParams(pickFilters(values))}`;

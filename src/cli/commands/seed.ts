@@ -47,9 +47,13 @@ const seed: Command = {
     const settings = readSettings();
     const count = values.events === undefined ? undefined : Number(values.events);
     if (count !== undefined && (!Number.isInteger(count) || count < 1)) throw new UsageError('--events N must be a positive integer');
+    const only = (values.only as string[] | undefined) ?? [];
+    // A misspelt --only would otherwise seed nothing and still exit 0.
+    const unknown = only.filter((o) => !seedFiles().some((f) => f.includes(o)));
+    if (unknown.length) throw new UsageError(`--only ${unknown.join(', ')} matches no seed file (${seedFiles().join(', ')})`);
     const db = await openDatabase(settings.databaseUrl);
     try {
-      const ran = await runSeeds(db.knex, { count, environment: values.env, log: out }, (values.only as string[] | undefined) ?? []);
+      const ran = await runSeeds(db.knex, { count, environment: values.env, log: out }, only);
       if (ran.length === 0) out('no seed file matched');
       out(`seeded ${db.describe} with ${ran.join(', ') || 'nothing'}`);
     } finally {

@@ -1,0 +1,68 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import test from 'ava';
+import { runCli } from '../helpers/cli.js';
+import { freshDatabase, REPO_ROOT } from '../helpers/tps.js';
+
+// The failure paths of `tps keys`, `tps events` and `tps seed`: a clear line on stderr and the
+// documented exit code, never a stack trace, never anything on stdout that a pipe would keep.
+
+const CLI = `const { main } = await import(${JSON.stringify(path.join(REPO_ROOT, 'src/cli/index.ts'))}); process.exitCode = await main(process.argv.slice(1));`;
+
+/**
+ * Runs `tps ARGS` as a child process until it exits, or until it prints `giveUp` on stderr (then it
+ * is stopped and reported with code null): a command that would retry forever fails the test, not hangs it.
+ */
+function runUntil(args: string[], env: Record<string, string>, giveUp: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let stopped = false;
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => {
+    stderr += d;
+    if (!stopped && stderr.includes(giveUp)) {
+      stopped = true;
+      child.kill('SIGKILL');
+    }
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code: stopped ? null : code, stdout, stderr })));
+}
+
+const STACK_LINE = /^\s+at /m;
+
+test.serial('an unreachable store: keys and events export exit 1 with one clear line, no stack trace, nothing on stdout', async (t) => {
+  // Nothing listens on port 1: the connection is refused at once.
+  const env = { DATABASE_URL: 'postgres://root@127.0.0.1:1/test', TPS_ENVIRONMENT: 'test', LOG_LEVEL: 'silent' };
+  for (const args of [['keys', 'list', '--json'], ['keys', 'create', '--env', 'test'], ['events', 'export']]) {
+    const r = await runCli(args, env);
+    t.is(r.code, 1, args.join(' '));
+    t.is(r.stdout, '', `${args.join(' ')} wrote to stdout: ${r.stdout}`);
+    t.regex(r.stderr, /^tps: connect ECONNREFUSED 127\.0\.0\.1:1$/m);
+    t.notRegex(r.stderr, STACK_LINE, `${args.join(' ')} printed a stack trace`);
+  }
+});
+
+test('tps events tail refuses a URL it cannot use with exit 2 at once, instead of retrying it forever', async (t) => {
+  for (const url of ['not-a-url', 'ftp://127.0.0.1:8787']) {
+    const r = await runUntil(['events', 'tail', '--url', url, '--key', 'svc_sec_x'], {}, 'reconnecting');
+    t.is(r.code, 2, `${url}: ${r.stderr}`);
+    t.regex(r.stderr, /--url \(or TPS_URL\) must be an http:\/\/ or https:\/\/ URL/);
+    t.is(r.stdout, '');
+  }
+  const fromEnv = await runUntil(['events', 'tail', '--key', 'svc_sec_x'], { TPS_URL: '127.0.0.1:8787' }, 'reconnecting');
+  t.is(fromEnv.code, 2, fromEnv.stderr);
+});
+
+test.serial('tps seed --only with a name no seed file has exits 2 and seeds nothing', async (t) => {
+  const fresh = freshDatabase('sqlite');
+  t.teardown(fresh.drop);
+  const env = { DATABASE_URL: fresh.url, TPS_CONFIG_DIR: REPO_ROOT, TPS_ENVIRONMENT: 'demo', LOG_LEVEL: 'silent' };
+  const typo = await runCli(['seed', '--only', 'demos', '--events', '50'], env);
+  t.is(typo.code, 2);
+  t.regex(typo.stderr, /--only demos matches no seed file \(01_catalog\.ts, 02_demo_history\.ts\)/);
+  t.is(typo.stdout, '');
+  const fine = await runCli(['seed', '--only', 'demo', '--events', '50'], env);
+  t.is(fine.code, 0, fine.stderr);
+  t.regex(fine.stdout, /50 stored, 0 already there/);
+});
