@@ -148,7 +148,7 @@ export class Evaluator {
       telemetryId,
       expiresAt: nowMs + this.deps.challengeTtlMs,
     };
-    await this.deps.challenges.issue(challenge);
+    await this.deps.challenges.issue(challenge, nowMs);
     return challenge;
   }
 

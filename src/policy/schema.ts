@@ -42,6 +42,7 @@ const signalFact = factPath.test(
 export const DEFAULT_THRESHOLDS = { medium: 30, high: 60 } as const;
 
 const reasonCode = yup.string().matches(REASON_CODE_PATTERN, '${path} must be a snake_case reason code');
+const inRange = (v: unknown): v is number => typeof v === 'number' && v >= 0 && v <= 100;
 const thresholdValue = yup.number().min(0, '${path} must be between 0 and 100').max(100, '${path} must be between 0 and 100');
 
 export const aiSchema = aiConfigSchema.default(undefined);
@@ -147,7 +148,8 @@ export const policySchema = strictObject({
       return this.createError({ message: `${shown('medium', medium, t.medium !== undefined)} must be below ${shown('high', high, t.high !== undefined)}` });
     })
     // At or above deny, a score step-up could never be asked: deny outranks it at every score.
-    .test('step-up-below-deny', 'thresholds.stepUp must be below thresholds.deny, or the score step-up can never be asked', (t) => !t || t.stepUp === undefined || t.deny === undefined || t.stepUp < t.deny),
+    // (Only between values in range: one out of range has its own message.)
+    .test('step-up-below-deny', 'thresholds.stepUp must be below thresholds.deny, or the score step-up can never be asked', (t) => !t || !inRange(t.stepUp) || !inRange(t.deny) || t.stepUp < t.deny),
   weights: mapOf(() => yup.number().required().min(0).max(100), /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name'),
   requireRoles: yup.array(yup.string().required().min(1).max(128)).min(1, '${path} must name at least one role').default(undefined),
   requireRecentHumanSignal: strictObject({

@@ -68,7 +68,7 @@ export async function redecide(catalog: Catalog, tx: RecordedTransaction): Promi
       reasons: tx.challenge.reasons,
       telemetryId: 'replayed',
       expiresAt: tx.at + DEFAULT_CHALLENGE_TTL_MS,
-    });
+    }, tx.at);
   }
   if (tx.challenge) request.challengeResult = { passed: tx.challenge.kind !== 'failed' };
   const offline = new OfflineEvaluator({

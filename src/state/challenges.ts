@@ -22,7 +22,8 @@ export interface ChallengeChanges {
 }
 
 export interface ChallengeStore {
-  issue(challenge: StoredChallenge): Promise<void>;
+  /** `nowMs`: the issuing evaluation's clock (a seed's or a replay's may be in the past). */
+  issue(challenge: StoredChallenge, nowMs: number): Promise<void>;
   /**
    * Takes (and so uses up) the live challenge for this fingerprint, or the one named by id if it
    * belongs to this fingerprint. Returns undefined if none is live; never returns one twice.
@@ -44,10 +45,10 @@ export class MemoryChallengeStore implements ChallengeStore {
   private readonly byFingerprint = new Map<string, string>();
   private issued = 0;
 
-  async issue(challenge: StoredChallenge): Promise<void> {
+  async issue(challenge: StoredChallenge, nowMs: number): Promise<void> {
     this.byId.set(challenge.id, challenge);
     this.byFingerprint.set(pointerKey(challenge), challenge.id);
-    if (++this.issued % 1000 === 0) this.sweep(Date.now());
+    if (++this.issued % 1000 === 0) this.sweep(nowMs);
   }
 
   async consume(environment: string, fingerprint: string, id: string | undefined, nowMs: number): Promise<StoredChallenge | undefined> {

@@ -74,8 +74,8 @@ export class RedisChallengeStore implements ChallengeStore {
   private idKey = (id: string) => `${this.prefix}ch:${id}`;
   private fpKey = (env: string, fp: string) => `${this.prefix}chfp:${env}:${fp}`;
 
-  async issue(c: StoredChallenge): Promise<void> {
-    const ttl = Math.max(1, c.expiresAt - Date.now());
+  async issue(c: StoredChallenge, nowMs: number): Promise<void> {
+    const ttl = Math.max(1, c.expiresAt - nowMs);
     await this.redis.multi().set(this.idKey(c.id), JSON.stringify(c), 'PX', ttl).set(this.fpKey(c.environment, c.fingerprint), c.id, 'PX', ttl).exec();
   }
 

@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
-import type { StoredChallenge } from '../../src/state/challenges.js';
+import { MemoryChallengeStore, type StoredChallenge } from '../../src/state/challenges.js';
 import { openState, type State } from '../../src/state/open.js';
 import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
@@ -36,7 +36,7 @@ for (const kind of ['memory', 'redis'] as const) {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
     const x = challenge(`ch_${unique()}`, now);
-    await challenges.issue(x);
+    await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, undefined, now);
     t.is(used?.id, x.id);
     await challenges.revert({ consumed: used }, now);
@@ -51,9 +51,9 @@ for (const kind of ['memory', 'redis'] as const) {
     const now = Date.now();
     const x = challenge(`ch_${unique()}`, now);
     const z = challenge(`ch_${unique()}`, now);
-    await challenges.issue(x);
+    await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, x.id, now);
-    await challenges.issue(z);
+    await challenges.issue(z, now);
     await challenges.revert({ consumed: used }, now);
     t.is((await challenges.consume(ENV, FP, undefined, now))?.id, z.id);
     t.is((await challenges.consume(ENV, FP, x.id, now))?.id, x.id);
@@ -63,7 +63,7 @@ for (const kind of ['memory', 'redis'] as const) {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
     const x = challenge(`ch_${unique()}`, now, 60_000);
-    await challenges.issue(x);
+    await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, undefined, now);
     await challenges.revert({ consumed: used }, x.expiresAt);
     t.is(await challenges.consume(ENV, FP, x.id, now), undefined);
@@ -74,15 +74,15 @@ for (const kind of ['memory', 'redis'] as const) {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
     const y = challenge(`ch_${unique()}`, now);
-    await challenges.issue(y);
+    await challenges.issue(y, now);
     await challenges.revert({ issued: y }, now);
     t.is(await challenges.consume(ENV, FP, y.id, now), undefined);
     t.is(await challenges.consume(ENV, FP, undefined, now), undefined);
 
     const older = challenge(`ch_${unique()}`, now);
     const newer = challenge(`ch_${unique()}`, now);
-    await challenges.issue(older);
-    await challenges.issue(newer);
+    await challenges.issue(older, now);
+    await challenges.issue(newer, now);
     await challenges.revert({ issued: older }, now);
     t.is((await challenges.consume(ENV, FP, undefined, now))?.id, newer.id);
   });
@@ -92,9 +92,9 @@ for (const kind of ['memory', 'redis'] as const) {
     const now = Date.now();
     const x = challenge(`ch_${unique()}`, now);
     const y = challenge(`ch_${unique()}`, now);
-    await challenges.issue(x);
+    await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, undefined, now);
-    await challenges.issue(y);
+    await challenges.issue(y, now);
     await challenges.revert({ consumed: used, issued: y }, now);
     t.is(await challenges.consume(ENV, FP, y.id, now), undefined);
     t.is((await challenges.consume(ENV, FP, undefined, now))?.id, x.id);
@@ -108,7 +108,7 @@ test('[redis] a challenge put back lives out only what was left of its lifetime,
   t.teardown(() => redis.disconnect());
   const issuedAt = Date.now();
   const x = challenge(`ch_${unique()}`, issuedAt);
-  await challenges.issue(x);
+  await challenges.issue(x, issuedAt);
   const used = await challenges.consume(ENV, FP, undefined, issuedAt);
   // Put back as if 9 of its 10 minutes had gone by.
   const later = issuedAt + 540_000;
@@ -119,4 +119,14 @@ test('[redis] a challenge put back lives out only what was left of its lifetime,
     const ttl = await redis.pttl(key);
     t.true(ttl > 0 && ttl <= x.expiresAt - later, `${key}: ${ttl} ms`);
   }
+});
+
+test('[memory] the sweep every thousandth issue reads the issuing clock, so a seed or replay in the past keeps its live challenges', async (t) => {
+  const challenges = new MemoryChallengeStore();
+  // A year ago, as a demo seed's clock runs: every challenge is live on that clock and long expired on the wall's.
+  const then = Date.now() - 365 * 86_400_000;
+  const first = challenge(`ch_${unique()}`, then);
+  await challenges.issue(first, then);
+  for (let i = 1; i < 1000; i++) await challenges.issue({ ...challenge(`ch_${unique()}`, then), fingerprint: `fp_${i}` }, then);
+  t.is((await challenges.consume(ENV, FP, first.id, then))?.id, first.id);
 });
