@@ -35,23 +35,19 @@ export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]):
   const collecting = new Map<number, { waiting: Set<Worker>; metrics: Map<Worker, Metrics>; done(): void; fail(why: string): void }>();
   // The counters and histograms of workers that exited, as each last sent them: still summed, or a
   // worker's death would step the service's counters back, a reset to Prometheus (whose rate() then
-  // counts the other workers' whole totals again). Merged as they come, so crashes cannot pile up.
+  // counts the other workers' whole totals again). Folded into one as they come, so crashes cannot pile up.
   const lastSent = new Map<Worker, Metrics>();
-  let retired: Metrics[] = [];
-  let merging = false;
+  let retired: Promise<Metrics | undefined> = Promise.resolve(undefined);
   const retire = (worker: Worker) => {
-    const last = lastSent.get(worker);
+    const last = lastSent.get(worker)?.filter((m) => m.aggregator === 'sum' && ['counter', 'histogram'].includes(String(m.type)));
     lastSent.delete(worker);
-    if (!last) return;
-    retired = [...retired, last.filter((m) => m.aggregator === 'sum' && ['counter', 'histogram'].includes(String(m.type)))];
-    if (retired.length < 2 || merging) return;
-    merging = true;
-    const merged = retired.length;
-    void AggregatorRegistry.aggregate(retired.slice(0, merged))
-      .getMetricsAsJSON()
-      .then((sum) => void (retired = [sum, ...retired.slice(merged)]))
-      .finally(() => (merging = false));
+    if (last) retired = retired.then((sum) => (sum ? fold(sum, last) : last));
   };
+  // A fold that fails keeps what it had: one dead worker's counts lost, never every later scrape.
+  const fold = (sum: Metrics, last: Metrics): Promise<Metrics> =>
+    Promise.resolve()
+      .then(() => AggregatorRegistry.aggregate([sum, last]).getMetricsAsJSON())
+      .catch(() => sum);
   let nextId = 0;
   const collect = (workers: Worker[]) =>
     new Promise<Metrics[]>((resolve, reject) => {
@@ -65,7 +61,8 @@ export function aggregateWorkersMetrics(own: Registry, serving: () => Worker[]):
         metrics: new Map<Worker, Metrics>(),
         done() {
           end();
-          resolve([...entry.metrics.values(), ...retired]);
+          const live = [...entry.metrics.values()];
+          void retired.then((sum) => resolve(sum ? [...live, sum] : live), reject);
         },
         fail(why: string) {
           end();

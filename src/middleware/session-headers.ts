@@ -4,12 +4,11 @@
 
 import type { SessionContext } from '../api/types.js';
 import { HEADERS } from '../browser/headers.js';
-import { MAX_CLOCK_SKEW_MS } from '../validate/timestamp.js';
+import { MAX_CLOCK_SKEW_MS, parseInstant } from '../validate/timestamp.js';
 
 export type HeaderReader = (name: string) => string | undefined;
 
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const FOUR_DIGIT_YEAR = /^\d{4}-/;
 
 /** A client-sent identifier, or undefined when it is not a short plain token. */
 export function safeId(value: string | undefined): string | undefined {
@@ -44,12 +43,11 @@ export function sessionFromHeaders(header: HeaderReader, now: number = Date.now(
   if (continuity.newDevice !== undefined) session.isNewDevice = continuity.newDevice;
 
   const signal = header(HEADERS.recentHumanSignal)?.trim();
-  const at = signal && signal.length <= 64 ? Date.parse(signal) : NaN;
-  const iso = Number.isNaN(at) ? undefined : new Date(at).toISOString();
-  // TPS refuses what toISOString writes for years outside 0000-9999 (+010000-…) and signals more
-  // than 5 minutes ahead of its clock: forwarding them would turn the request into a 400.
-  if (iso && FOUR_DIGIT_YEAR.test(iso) && at - now <= MAX_CLOCK_SKEW_MS) {
-    session.recentHumanSignalAt = iso;
+  // Read as TPS reads it (an offset, a real date, at most the clock skew ahead): a value TPS would
+  // refuse is dropped here rather than turning the request into a 400.
+  const at = signal && signal.length <= 64 ? parseInstant(signal) : undefined;
+  if (at !== undefined && at - now <= MAX_CLOCK_SKEW_MS) {
+    session.recentHumanSignalAt = new Date(at).toISOString();
     // The browser's own age measurement is immune to clock skew between browser and server;
     // fall back to our clock only when it is missing.
     session.recentHumanSignalAgeSeconds = Math.round(continuity.signalAge ?? Math.max(0, (now - at) / 1000));

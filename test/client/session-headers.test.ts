@@ -61,3 +61,13 @@ test('a timestamp whose ISO form is not a 4-digit year is dropped', (t) => {
   }
   t.is(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '0001-01-01T00:00:00Z' }), now).recentHumanSignalAt, '0001-01-01T00:00:00.000Z');
 });
+
+test('a timestamp TPS would read otherwise than the app server (no offset, or a date that does not exist) is dropped', (t) => {
+  const now = Date.parse('2025-01-01T00:10:00Z');
+  // Date.parse reads the first in the app server's own time zone and rolls the second over to March.
+  for (const value of ['2025-01-01T00:05:00', '2025-02-30T00:00:00Z']) {
+    t.false(Number.isNaN(Date.parse(value)), `${value} parses`);
+    t.deepEqual(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': value }), now), {}, value);
+  }
+  t.is(sessionFromHeaders(reader({ 'x-svc-recent-human-signal': '2025-01-01T01:05:00+01:00' }), now).recentHumanSignalAt, '2025-01-01T00:05:00.000Z');
+});
