@@ -24,9 +24,18 @@ export function seedFiles(dir = SEEDS_DIR): string[] {
     .sort();
 }
 
-/** Runs the seeds whose names contain one of `only` (all when empty), passing `options` to their run(). */
+/** The seed files whose names contain one of `only` (all when empty), and the names that match none. */
+export function seedsNamed(only: string[], dir = SEEDS_DIR): { files: string[]; unmatched: string[] } {
+  const all = seedFiles(dir);
+  return {
+    files: all.filter((f) => only.length === 0 || only.some((o) => f.includes(o))),
+    unmatched: only.filter((o) => !all.some((f) => f.includes(o))),
+  };
+}
+
+/** Runs the seeds seedsNamed picks, passing `options` to their run(). */
 export async function runSeeds(knex: Knex, options: Record<string, unknown> = {}, only: string[] = [], dir = SEEDS_DIR): Promise<string[]> {
-  const files = seedFiles(dir).filter((f) => only.length === 0 || only.some((o) => f.includes(o)));
+  const { files } = seedsNamed(only, dir);
   const seedSource = {
     getSeeds: async () => files,
     getSeed: async (file: string): Promise<SeedModule> => {
@@ -49,8 +58,8 @@ const seed: Command = {
     if (count !== undefined && (!Number.isInteger(count) || count < 1)) throw new UsageError('--events N must be a positive integer');
     const only = (values.only as string[] | undefined) ?? [];
     // A misspelt --only would otherwise seed nothing and still exit 0.
-    const unknown = only.filter((o) => !seedFiles().some((f) => f.includes(o)));
-    if (unknown.length) throw new UsageError(`--only ${unknown.join(', ')} matches no seed file (${seedFiles().join(', ')})`);
+    const { unmatched } = seedsNamed(only);
+    if (unmatched.length) throw new UsageError(`--only ${unmatched.join(', ')} matches no seed file (${seedFiles().join(', ')})`);
     const db = await openDatabase(settings.databaseUrl);
     try {
       const ran = await runSeeds(db.knex, { count, environment: values.env, log: out }, only);
