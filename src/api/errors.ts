@@ -14,6 +14,7 @@ const STATUS: Record<ErrorCode, number> = {
   rate_limited: 429,
   store_unavailable: 503,
   evaluation_unavailable: 503,
+  state_unavailable: 503,
   internal_error: 500,
 };
 
@@ -31,6 +32,13 @@ export class ApiError extends Error {
     this.status = STATUS[code];
   }
 }
+
+/**
+ * The shared state (Redis: velocity counts, challenges, key quotas) did not answer: an outage to wait
+ * out, not a bug's 500. Nothing was decided or recorded, and a challenge the request used is put back.
+ */
+export const stateUnavailable = (cause: unknown): ApiError =>
+  new ApiError('state_unavailable', 'the shared state (Redis) did not answer; nothing was decided: retry', undefined, { 'retry-after': '1' }, cause);
 
 /** A body that does not parse as JSON: koa-bodyparser's routes and the evaluation thread's parse alike. */
 export const invalidJson = (): ApiError => new ApiError('invalid_json', 'the request body is not valid JSON');

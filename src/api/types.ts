@@ -178,6 +178,7 @@ export const ERROR_CODES = [
   'rate_limited',
   'store_unavailable',
   'evaluation_unavailable',
+  'state_unavailable',
   'internal_error',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

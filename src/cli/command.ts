@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ENVIRONMENT_NAME_RULE, isEnvironmentName } from '../config/environmentName.js';
 
 /** One `tps` subcommand. Its words (e.g. ['keys', 'create']) select it; options are parsed for it. */
 export interface Command {
@@ -18,6 +19,13 @@ export function parseFor(command: Command, argv: string[]) {
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\nusage: tps ${command.usage}`);
   }
+}
+
+/** `--env NAME`, checked as every environment's name is: a misspelt one would select nothing and exit 0. */
+export function envOption(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !isEnvironmentName(value)) throw new UsageError(`--env must be an environment name (${ENVIRONMENT_NAME_RULE}), got "${String(value)}"`);
+  return value;
 }
 
 export const out = (line = ''): void => void process.stdout.write(`${line}\n`);

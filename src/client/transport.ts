@@ -26,7 +26,8 @@ export interface HttpAnswer<T> {
   requestId: string | undefined;
 }
 
-function retryAfter(headers: Headers): number | undefined {
+/** Seconds from a retry-after header (seconds or an HTTP date), or undefined if it has none. */
+export function retryAfter(headers: Headers): number | undefined {
   const raw = headers.get('retry-after');
   if (raw === null) return undefined;
   const seconds = Number(raw);

@@ -2,6 +2,7 @@
 
 import { WAL_CATCH_UP_MB } from '../store/checkpointer.js';
 import { PAGE_SIZE } from '../store/db.js';
+import { ENVIRONMENT_NAME_RULE, isEnvironmentName } from './environmentName.js';
 
 export interface Settings {
   port: number;
@@ -80,6 +81,12 @@ function str(env: Env, name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+function environmentName(env: Env, name: string): string | undefined {
+  const raw = str(env, name);
+  if (raw !== undefined && !isEnvironmentName(raw)) throw new Error(`${name} must be an environment name (${ENVIRONMENT_NAME_RULE}), got "${raw}"`);
+  return raw;
+}
+
 /** An http(s) URL, checked at start rather than at the first call that needs it. */
 function httpUrl(env: Env, name: string): string | undefined {
   const raw = str(env, name);
@@ -106,7 +113,7 @@ export function readSettings(env: Env = process.env): Settings {
     redisUrl: str(env, 'REDIS_URL'),
     redisPrefix: str(env, 'TPS_REDIS_PREFIX') ?? 'tps:',
     configDir: str(env, 'TPS_CONFIG_DIR') ?? '.',
-    environment: str(env, 'TPS_ENVIRONMENT') ?? 'development',
+    environment: environmentName(env, 'TPS_ENVIRONMENT') ?? 'development',
     secretKey: str(env, 'TPS_SECRET_KEY'),
     publishableKey: str(env, 'TPS_PUBLISHABLE_KEY'),
     maxBodyBytes: int(env, 'TPS_MAX_BODY_BYTES', 65536, 1),

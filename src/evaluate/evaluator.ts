@@ -92,6 +92,32 @@ export class Evaluator {
     let fingerprint: string | undefined;
     const fingerprintOf = () => (fingerprint ??= transactionFingerprint(environment, req));
     const consumed = await this.consumeChallenge(environment, fingerprintOf, req);
+    let evaluation: Evaluation;
+    try {
+      evaluation = await this.assess({ environment, req, operation, policy, facts, fingerprintOf, consumed, telemetryId, nowMs });
+    } catch (err) {
+      // Failed before there was an event (a counter or the challenge store down): the retry its
+      // error calls for must find the challenge this one used up.
+      if (consumed) await this.revert({ consumed }).catch(() => undefined);
+      throw err;
+    }
+    if (this.deps.record) await this.deps.record(evaluation.event).catch((err: unknown) => commitFailed(err, evaluation.challenges, this.revert));
+    return evaluation;
+  }
+
+  /** Everything after the challenge is used up: risk → (advisory) → policy → decide, and the event. */
+  private async assess(x: {
+    environment: string;
+    req: EvaluateRequest;
+    operation: CompiledOperation;
+    policy: CompiledPolicy;
+    facts: Facts;
+    fingerprintOf: () => string;
+    consumed: StoredChallenge | undefined;
+    telemetryId: string;
+    nowMs: number;
+  }): Promise<Evaluation> {
+    const { environment, req, operation, policy, facts, fingerprintOf, consumed, telemetryId, nowMs } = x;
     const challenge = challengeState(req, consumed);
     const retrying = challenge.kind === 'satisfied';
 
@@ -114,9 +140,7 @@ export class Evaluator {
     const issued = outcome.decision === 'step_up_required' ? await this.issueChallenge(environment, fingerprintOf(), outcome, telemetryId, nowMs) : undefined;
     const response = this.respond(operation, policy, outcome, telemetryId, issued, ai);
     const event = this.toEvent({ environment, req, operation, policy, facts, velocity, risk, run, outcome, monitor: monitored?.monitor, telemetryId, issued, ai, challenge, nowMs });
-    const changes = consumed || issued ? { consumed, issued } : undefined;
-    if (this.deps.record) await this.deps.record(event).catch((err: unknown) => commitFailed(err, changes, this.revert));
-    return { response, event, challenges: changes };
+    return { response, event, challenges: consumed || issued ? { consumed, issued } : undefined };
   }
 
   /** Undoes an evaluation's changes to the challenges (its event was not committed). */

@@ -7,6 +7,9 @@ import { bearerKey, kindOf } from '../auth/keys.js';
 import type { VelocityCounter } from '../state/counters.js';
 import { safeError, type Logger } from './logger.js';
 
+// What an operator reads for a dependency's outage: the cause is logged, never sent.
+const OUTAGES: Partial<Record<string, string>> = { store_unavailable: 'event store could not commit', state_unavailable: 'shared state (Redis) did not answer' };
+
 export interface TpsState {
   requestId: string;
   principal: Principal;
@@ -38,7 +41,7 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
   } catch (err) {
     const e = err instanceof ApiError ? err : bodyError(err);
     if (e) {
-      if (e.code === 'store_unavailable') log.error({ requestId: ctx.state.requestId, err: safeError(e.cause) }, 'event store could not commit');
+      if (e.code in OUTAGES) log.error({ requestId: ctx.state.requestId, err: safeError(e.cause) }, OUTAGES[e.code]!);
       send(ctx, e.status, { error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, e.headers);
     } else {
       log.error({ requestId: ctx.state.requestId, err: safeError(err) }, 'internal error');

@@ -213,7 +213,7 @@ export const openApiDocument = {
           413: errorResponse('payload_too_large'),
           415: errorResponse('unsupported_media_type'),
           422: errorResponse('unknown_operation'),
-          503: errorResponse('store_unavailable, or evaluation_unavailable (with retry-after)'),
+          503: errorResponse('store_unavailable, evaluation_unavailable or state_unavailable (both with retry-after)'),
         },
       },
     },

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { stringify } from 'safe-stable-stringify';
 import type { ConfigProblem } from './problems.js';
 import { ConfigError } from './problems.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
@@ -35,6 +36,12 @@ export function lookupOperation(catalog: Catalog, environment: string, key: stri
   if (!op || (op.environments && !op.environments.has(environment))) return undefined;
   return op;
 }
+
+/**
+ * What of an operation its answers and events carry: every field but the file it sits in, so that
+ * the configuration's version moves with any of them (a resourceType too) and not with a file's move.
+ */
+const answeredBy = ({ file: _file, environments, ...rest }: CompiledOperation) => ({ ...rest, environments: environments && [...environments] });
 
 /** Cross-file checks and compilation; returns every problem found, not only the first. */
 export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; problems: ConfigProblem[] } {
@@ -97,7 +104,7 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
 
   const versionId = crypto
     .createHash('sha256')
-    .update([...operations.values()].map((o) => `${o.key}:${o.policyId}:${o.sensitivity}:${o.actionType}:${o.displayName}:${[...(o.environments ?? [])]}:${JSON.stringify(o.ai ?? null)}${o.mode === 'monitor' ? ':monitor' : ''}`).join('\n'))
+    .update(stringify([...operations.values()].map(answeredBy)) ?? '')
     .update([...policies.values()].map((p) => p.versionId).join('\n'))
     .digest('hex')
     .slice(0, 16);

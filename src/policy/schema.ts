@@ -1,6 +1,7 @@
 import { CHALLENGE_TYPES, DECISIONS, REDACTION_STRATEGIES } from '../api/types.js';
 import { REASON_CODE_PATTERN } from '../reasons/catalog.js';
 import { aiConfigSchema } from '../ai/settings.js';
+import { ENVIRONMENT_NAME, ENVIRONMENT_NAME_RULE } from '../config/environmentName.js';
 import { mapOf, strictObject, yup } from '../validate/kit.js';
 
 // The YAML formats of operations/ and rules/. What these accept is documented in README
@@ -55,7 +56,7 @@ export const operationSchema = strictObject({
   resourceType: yup.string().required().min(1).max(128),
   sensitivity: yup.string().required().oneOf(SENSITIVITIES),
   policy: yup.string().required().matches(ID, '${path} must be a policy id (lowercase letters, digits, - and _)'),
-  environments: yup.array(yup.string().required().min(1).max(64)).min(1),
+  environments: yup.array(yup.string().required().matches(ENVIRONMENT_NAME, `\${path} must be an environment name (${ENVIRONMENT_NAME_RULE})`)).min(1),
   mode: yup.string().oneOf(MODES),
   ai: aiSchema,
 });

@@ -1,12 +1,27 @@
 import { Redis } from 'ioredis';
 import type { ChallengeChanges, ChallengeStore, StoredChallenge } from './challenges.js';
 import { slidingCount, type VelocityCounter } from './counters.js';
+import { stateUnavailable } from '../api/errors.js';
 
 // Shared state for several TPS instances (REDIS_URL). Every key sits under one prefix (TPS_REDIS_PREFIX)
 // so tests and deployments can share a Redis without touching each other's keys.
 
 export function connectRedis(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+}
+
+const unavailable = (err: unknown): never => {
+  throw stateUnavailable(err);
+};
+
+type Replies = [Error | null, unknown][] | null;
+
+/** A MULTI's replies, each checked: any failure, the transaction's or one command's, is the state's outage. */
+async function answered(exec: Promise<Replies>): Promise<[Error | null, unknown][]> {
+  const res = await exec.catch(unavailable);
+  if (!res) unavailable(new Error('redis transaction aborted'));
+  for (const [err] of res!) if (err) unavailable(err);
+  return res!;
 }
 
 /** Deletes every key under `prefix` (a test run's or a benchmark's), a batch at a time. */
@@ -35,9 +50,7 @@ export class RedisVelocityCounter implements VelocityCounter {
     const bucket = Math.floor(nowMs / windowMs);
     const cur = `${this.prefix}v:${key}:${bucket}`;
     const prev = `${this.prefix}v:${key}:${bucket - 1}`;
-    const res = await this.redis.multi().incr(cur).pexpire(cur, windowMs * 2).get(prev).exec();
-    if (!res) throw new Error('redis transaction aborted');
-    for (const [err] of res) if (err) throw err;
+    const res = await answered(this.redis.multi().incr(cur).pexpire(cur, windowMs * 2).get(prev).exec());
     return slidingCount(Number(res[0]![1]), Number(res[2]![1] ?? 0), windowMs, nowMs);
   }
 
@@ -76,14 +89,14 @@ export class RedisChallengeStore implements ChallengeStore {
 
   async issue(c: StoredChallenge, nowMs: number): Promise<void> {
     const ttl = Math.max(1, c.expiresAt - nowMs);
-    await this.redis.multi().set(this.idKey(c.id), JSON.stringify(c), 'PX', ttl).set(this.fpKey(c.environment, c.fingerprint), c.id, 'PX', ttl).exec();
+    await answered(this.redis.multi().set(this.idKey(c.id), JSON.stringify(c), 'PX', ttl).set(this.fpKey(c.environment, c.fingerprint), c.id, 'PX', ttl).exec());
   }
 
   async consume(environment: string, fingerprint: string, id: string | undefined, nowMs: number): Promise<StoredChallenge | undefined> {
     const fpKey = this.fpKey(environment, fingerprint);
-    const chosen = id ?? (await this.redis.get(fpKey));
+    const chosen = id ?? (await this.redis.get(fpKey).catch(unavailable));
     if (!chosen) return undefined;
-    const raw = (await this.redis.eval(CONSUME, 2, this.idKey(chosen), fpKey, environment, fingerprint, chosen)) as string | null;
+    const raw = (await this.redis.eval(CONSUME, 2, this.idKey(chosen), fpKey, environment, fingerprint, chosen).catch(unavailable)) as string | null;
     if (!raw) return undefined;
     const c = JSON.parse(raw) as StoredChallenge;
     return c.expiresAt > nowMs ? c : undefined;

@@ -107,3 +107,37 @@ for (const s of SETUPS) {
     t.is(await tps.tps.events.count(), 1, 'only the retry was stored');
   });
 }
+
+// Before the commit: a retry fails once it has used its challenge up, when the Redis holding the
+// velocity counts refuses the count (made to, for real: the counter's key holds a string INCR cannot
+// count). It is a 503 state_unavailable, an outage to wait out, and its challenge is put back.
+for (const s of SETUPS.filter((s) => s.state === 'redis' && s.store === 'sqlite')) {
+  test(`${label(s)} a retry that fails before its commit (Redis refuses the velocity count) answers 503 state_unavailable and keeps its challenge`, async (t) => {
+    const { tps, redisPrefix } = await start(t, s);
+    const redis = new Redis(REDIS_TEST_URL);
+    t.teardown(() => redis.disconnect());
+    const base: EvaluateRequest = { ...samples.payment(0, 'fin_big'), requestData: { amount: 15000, currency: 'EUR' } };
+    const first = await evaluate(tps, base);
+    t.is(first.decision, 'step_up_required');
+    t.is(first.challenge?.type, 'proof_token');
+
+    // The count of the retry's own minute and the next (the test may straddle one).
+    const bucket = Math.floor(Date.now() / 60_000);
+    const counterKeys = [bucket, bucket + 1].map((b) => `${redisPrefix}v:test\u0000fin_big\u0000payment_transaction.create:${b}`);
+    for (const key of counterKeys) await redis.set(key, 'not a number');
+    const failed = retry(base, { type: 'proof_token', passed: false });
+    const res = await post(`${tps.url}/api/evaluate`, failed, tps.secretKey);
+    t.is(res.status, 503);
+    t.is(res.body.error.code, 'state_unavailable');
+    t.is(res.headers.get('retry-after'), '1');
+    await redis.del(...counterKeys);
+
+    // The challenge is live again: the retry that passed it is satisfied, on the challenged score.
+    const allowed = await evaluate(tps, retry(base, { type: 'proof_token', passed: true }));
+    t.is(allowed.decision, 'allow');
+    t.deepEqual(allowed.reasons, [...first.reasons, 'challenge_satisfied']);
+    t.is(allowed.score, first.score);
+    t.is(await tps.tps.events.count(), 2, 'the refused retry stored nothing');
+  });
+}
+

@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
+import { readSettings } from '../../src/config/env.js';
 import { runCli } from '../helpers/cli.js';
-import { freshDatabase, REPO_ROOT } from '../helpers/tps.js';
+import { freshDatabase, get, REPO_ROOT, startTps } from '../helpers/tps.js';
 
 // The failure paths of `tps keys`, `tps events` and `tps seed`: a clear line on stderr and the
 // documented exit code, never a stack trace, never anything on stdout that a pipe would keep.
@@ -52,6 +54,32 @@ test('tps events tail refuses a URL it cannot use with exit 2 at once, instead o
   }
   const fromEnv = await runUntil(['events', 'tail', '--key', 'svc_sec_x'], { TPS_URL: '127.0.0.1:8787' }, 'reconnecting');
   t.is(fromEnv.code, 2, fromEnv.stderr);
+});
+
+test('tps events tail waits out a spent key quota (429, retry-after) and goes on, rather than exiting', async (t) => {
+  const server = await startTps({ env: { TPS_KEY_RATE_LIMIT_PER_MINUTE: '1' } });
+  t.teardown(() => server.close());
+  // The minute's one request: the tail's own connection is then the quota's second.
+  t.is((await get(`${server.url}/api/events?limit=1`, server.secretKey)).status, 200);
+  const r = await runUntil(['events', 'tail', '--url', server.url, '--key', server.secretKey], {}, ' s\n');
+  t.is(r.code, null, `the tail exited with ${r.code}: ${r.stderr}`);
+  t.regex(r.stderr, /^tps: the server answered 429: this key's quota of 1 requests per minute is spent; retrying in ([1-9]|[1-5]\d|60) s$/m);
+  t.is(r.stdout, '');
+});
+
+test.serial('--env takes only a name an environment can have: each command exits 2 naming the rule, before it opens the store', async (t) => {
+  const fresh = freshDatabase('sqlite');
+  t.teardown(fresh.drop);
+  const env = { DATABASE_URL: fresh.url, TPS_CONFIG_DIR: REPO_ROOT, TPS_ENVIRONMENT: 'demo', LOG_LEVEL: 'silent' };
+  const commands = [['seed'], ['events', 'export'], ['replay'], ['events', 'to-fixture', 'tl_x'], ['explain'], ['keys', 'create']];
+  for (const words of commands) {
+    const r = await runCli([...words, '--env', 'prod env'], env);
+    t.is(r.code, 2, `${words.join(' ')}: ${r.stderr}`);
+    t.regex(r.stderr, /--env must be an environment name \(1–64 letters, digits, - and _\), got "prod env"/, words.join(' '));
+    t.is(r.stdout, '', words.join(' '));
+  }
+  t.false(fs.existsSync(fresh.url.slice('sqlite:'.length)), 'a command opened (and so created) the store before refusing its --env');
+  t.throws(() => readSettings({ TPS_ENVIRONMENT: 'prod env' }), { message: 'TPS_ENVIRONMENT must be an environment name (1–64 letters, digits, - and _), got "prod env"' });
 });
 
 test.serial('tps seed --only with a name no seed file has exits 2 and seeds nothing', async (t) => {

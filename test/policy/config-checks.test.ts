@@ -64,3 +64,9 @@ test('a risk signal cannot read velocity.* or risk.*, which are not known while 
   t.deepEqual(problemsWith(withRule('{ fact: velocity.serviceCount, operator: greaterThan, value: 5 }')), []);
   t.deepEqual(problemsWith(withRule('{ fact: risk.base, operator: greaterThanInclusive, value: 50 }')), []);
 });
+
+test("an operation's environments are names an environment can have: one that no key could belong to is refused", (t) => {
+  const scoped = (names: string) => (cfg: ReturnType<typeof tempConfig>) => cfg.replace('operations/customer.create.yaml', 'policy: standard', `policy: standard\nenvironments: ${names}`);
+  t.deepEqual(problemsWith(scoped('[production, staging-eu, dev_2]')), []);
+  t.deepEqual(problemsWith(scoped('[production, "prod env"]')), ['operations/customer.create.yaml environments[1]: environments[1] must be an environment name (1–64 letters, digits, - and _)']);
+});

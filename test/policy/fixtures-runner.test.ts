@@ -87,6 +87,23 @@ test.serial('tps test prints the report, writes JUnit XML and exits 1 on a faili
   t.regex(all.stdout, /\n\d+ passed, 0 failed\n$/);
 });
 
+test.serial('tps test that runs no case fails: a --match that selects none, a directory without fixtures', async (t) => {
+  const matched = await runCli(['test', '--match', 'step-up']);
+  t.is(matched.code, 0, matched.stdout);
+  t.regex(matched.stdout, /\n[1-9]\d* passed, 0 failed\n$/);
+
+  const misspelt = await runCli(['test', '--match', 'no case is named this']);
+  t.is(misspelt.code, 1, misspelt.stdout);
+  t.true(misspelt.stdout.trimEnd().endsWith('0 passed, 0 failed'));
+  t.is(misspelt.stderr, 'no fixture case matches --match "no case is named this"\n');
+
+  const cfg = tempConfig({ fixtures: false });
+  t.teardown(cfg.cleanup);
+  const none = await runCli(['test', cfg.dir]);
+  t.is(none.code, 1, none.stdout);
+  t.is(none.stderr, 'no fixture case found (rules/*.fixtures.yaml)\n');
+});
+
 test('a broken fixture file is a located problem, not a silent pass', async (t) => {
   const cfg = tempConfig({ fixtures: false });
   t.teardown(cfg.cleanup);

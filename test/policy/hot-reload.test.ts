@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import test from 'ava';
 import { createTps } from '../../src/app.js';
 import { readSettings } from '../../src/config/env.js';
@@ -114,6 +115,34 @@ test('evaluations in flight finish on the version they started with', async (t) 
   const next = await tps.evaluator!.evaluate('test', payment(7000));
   t.is(next.response.policyVersionId, versionOf(cfg, 'payments'));
   t.is(next.response.decision, 'step_up_required');
+});
+
+test('an edit of any field an answer carries moves the configuration version: a resourceType alone is a reload that changed something', async (t) => {
+  const cfg = tempConfig({ fixtures: false });
+  const tps = await startTps({ configDir: cfg.dir, env: { TPS_WATCH_CONFIG: 'false' } });
+  t.teardown(async () => {
+    await tps.close();
+    cfg.cleanup();
+  });
+  const versionBefore = (await get(`${tps.url}/readyz`)).body.configuration.versionId;
+  const evaluate = () => post(`${tps.url}/api/evaluate`, { ...payment(50), operationKey: 'bank_account.update', resource: { type: 'account', id: 'acc-1' } }, tps.secretKey);
+  t.is((await evaluate()).body.resourceType, 'account');
+
+  cfg.replace('operations/bank_account.update.yaml', 'resourceType: account', 'resourceType: bank_account');
+  const reload = await tps.tps.reloadConfig('SIGHUP');
+  t.true(reload.ok);
+  t.true(reload.changed, 'a reload that swapped in a new resourceType said nothing changed');
+  t.not(reload.versionId, versionBefore);
+  t.is((await get(`${tps.url}/readyz`)).body.configuration.versionId, reload.versionId);
+  t.is((await evaluate()).body.resourceType, 'bank_account');
+
+  // Moving an operation to another file changes nothing it answers, so not the version either.
+  cfg.write('operations/bank_account.update.moved.yaml', cfg.read('operations/bank_account.update.yaml'));
+  fs.rmSync(cfg.path('operations/bank_account.update.yaml'));
+  const moved = await tps.tps.reloadConfig('SIGHUP');
+  t.true(moved.ok);
+  t.false(moved.changed);
+  t.is(moved.versionId, reload.versionId);
 });
 
 test('under a load of concurrent requests, no request fails while the configuration is swapped', async (t) => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ParseArgsConfig } from 'node:util';
 import type { DecisionEvent } from '../../api/types.js';
+import { retryAfter } from '../../client/transport.js';
 import { readSettings } from '../../config/env.js';
 import { exportEvents } from '../../events/export.js';
 import { parseSse } from '../../events/sseParser.js';
@@ -8,7 +9,7 @@ import { openDatabase } from '../../store/db.js';
 import type { EventFilter } from '../../store/eventFilter.js';
 import { KnexEventStore } from '../../store/eventStore.js';
 import { validateEventQuery } from '../../validate/eventQuery.js';
-import { err, out, UsageError, type Command } from '../command.js';
+import { envOption, err, out, UsageError, type Command } from '../command.js';
 
 // The Decision Logs filters, spelled as in the HTTP query string.
 const FILTERS = ['operationKey', 'actorId', 'resourceType', 'resourceId', 'decision', 'riskBand', 'source', 'reason', 'from', 'to'] as const;
@@ -36,7 +37,7 @@ const exportCommand: Command = {
   async run({ values }) {
     const filter = filterOf(values);
     const settings = readSettings();
-    const environment = (values.env as string | undefined) ?? settings.environment;
+    const environment = envOption(values.env) ?? settings.environment;
     const db = await openDatabase(settings.databaseUrl);
     try {
       const count = await exportEvents(new KnexEventStore(db), environment, filter, process.stdout);
@@ -50,6 +51,9 @@ const exportCommand: Command = {
     }
   },
 };
+
+// The longest pause after a 429: the quota is per minute.
+const MAX_PAUSE_MS = 60_000;
 
 const line = (e: DecisionEvent): string =>
   [e.createdAt, e.decision.padEnd(16), String(e.score).padStart(6), e.operationKey, `actor=${e.actorId}`, `${e.resourceType}/${e.resourceId}`, `[${e.reasons.join(',')}]`, e.telemetryId].join('  ');
@@ -72,6 +76,7 @@ const tail: Command = {
     process.once('SIGINT', quit);
     process.once('SIGTERM', quit);
     let lastEventId: string | undefined;
+    let pauseMs = 1000;
     try {
       // Follow until interrupted; after a dropped connection, resume exactly after the last event shown.
       while (!stop.signal.aborted) {
@@ -82,8 +87,15 @@ const tail: Command = {
           });
           if (!res.ok || !res.body) {
             const body = (await res.json().catch(() => undefined)) as { error?: { message?: string } } | undefined;
-            err(`tps: the server answered ${res.status}: ${body?.error?.message ?? res.statusText}`);
-            if (res.status < 500) return 1;
+            const said = `tps: the server answered ${res.status}: ${body?.error?.message ?? res.statusText}`;
+            // The key's quota comes back: wait as told, rather than end a follow that would resume.
+            if (res.status === 429) {
+              pauseMs = Math.min(MAX_PAUSE_MS, Math.max(1000, (retryAfter(res.headers) ?? 1) * 1000));
+              err(`${said}; retrying in ${Math.round(pauseMs / 1000)} s`);
+            } else {
+              err(said);
+              if (res.status < 500) return 1;
+            }
           } else {
             for await (const item of parseSse(res.body as unknown as AsyncIterable<Uint8Array>)) {
               if (item.kind !== 'message') continue;
@@ -95,7 +107,8 @@ const tail: Command = {
           if (stop.signal.aborted) break;
           err(`tps: stream interrupted (${(e as Error).message}); reconnecting`);
         }
-        await sleep(1000, undefined, { signal: stop.signal }).catch(() => undefined);
+        await sleep(pauseMs, undefined, { signal: stop.signal }).catch(() => undefined);
+        pauseMs = 1000;
       }
       return 0;
     } finally {

@@ -5,7 +5,7 @@ import { OfflineEvaluator } from '../../evaluate/offline.js';
 import type { Evaluation } from '../../evaluate/evaluator.js';
 import type { Catalog } from '../../policy/catalog.js';
 import { validateEvaluateRequest } from '../../validate/evaluateRequest.js';
-import { out, UsageError, type Command } from '../command.js';
+import { envOption, out, UsageError, type Command } from '../command.js';
 import { configDirOf, loadWorkingTree } from './policy.js';
 
 const n = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(2));
@@ -68,6 +68,7 @@ const explain: Command = {
   summary: 'evaluate one request offline and show its signals, thresholds and rules',
   options: { operation: { type: 'string' }, request: { type: 'string' }, env: { type: 'string' }, json: { type: 'boolean' } },
   async run({ values, positionals }) {
+    const environment = envOption(values.env);
     const file = values.request as string | undefined;
     if (!file) throw new UsageError('--request FILE is required (an evaluate request body, JSON or YAML)');
     const body = readRequestFile(file);
@@ -78,7 +79,7 @@ const explain: Command = {
     if (!checked.ok) throw new UsageError(`${file} is not a valid evaluate request:\n${checked.details.map((d) => `  ${d.path}: ${d.message}`).join('\n')}`);
     const catalog = loadWorkingTree(configDirOf(positionals[0]));
     if (!catalog.operations.has(operationKey)) throw new UsageError(`operation "${operationKey}" is not defined; defined: ${[...catalog.operations.keys()].join(', ')}`);
-    const evaluation = await new OfflineEvaluator({ catalog }).evaluate(checked.value as EvaluateRequest, values.env as string | undefined);
+    const evaluation = await new OfflineEvaluator({ catalog }).evaluate(checked.value as EvaluateRequest, environment);
     if (values.json) out(JSON.stringify({ response: evaluation.response, explanation: evaluation.event.explanation }, null, 2));
     else out(formatExplanation(catalog, evaluation));
     return 0;

@@ -2,7 +2,7 @@ import { readSettings } from '../../config/env.js';
 import { createKeyPair } from '../../auth/keys.js';
 import { openDatabase } from '../../store/db.js';
 import { KnexKeyStore } from '../../store/keyStore.js';
-import { out, UsageError, type Command } from '../command.js';
+import { envOption, out, UsageError, type Command } from '../command.js';
 
 async function withKeyStore<T>(fn: (store: KnexKeyStore) => Promise<T>): Promise<T> {
   const db = await openDatabase(readSettings().databaseUrl);
@@ -19,8 +19,8 @@ const create: Command = {
   summary: 'create an environment key pair and print it once',
   options: { env: { type: 'string' }, label: { type: 'string' } },
   async run({ values }) {
-    const env = values.env as string | undefined;
-    if (!env || !/^[A-Za-z0-9_-]{1,64}$/.test(env)) throw new UsageError('--env NAME is required (letters, digits, - and _)');
+    const env = envOption(values.env);
+    if (!env) throw new UsageError('--env NAME is required');
     const pair = await withKeyStore((store) => createKeyPair(store, env, (values.label as string | undefined) ?? null));
     out(`environment:     ${pair.environment}`);
     out(`secret key:      ${pair.secretKey}   (id ${pair.secret.id})`);

@@ -2,7 +2,7 @@ import { replay } from '../../replay/replay.js';
 import { formatReplay } from '../../replay/report.js';
 import { parseInstant } from '../../validate/timestamp.js';
 import { openEventsToRead } from '../readStore.js';
-import { err, out, UsageError, type Command } from '../command.js';
+import { envOption, err, out, UsageError, type Command } from '../command.js';
 import { configDirOf, loadWorkingTree } from './policy.js';
 
 // parseInstant, not Date.parse: that reads a time without an offset in this machine's zone (the
@@ -34,20 +34,21 @@ const replayCommand: Command = {
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError('--limit N must be a positive integer');
     const samples = values.samples === undefined ? undefined : Number(values.samples);
     if (samples !== undefined && (!Number.isInteger(samples) || samples < 0)) throw new UsageError('--samples N must be an integer >= 0');
+    const options = {
+      since: time(values.since, '--since'),
+      until: time(values.until, '--until'),
+      operation: values.operation as string | undefined,
+      environment: envOption(values.env),
+      limit,
+      samples,
+    };
     const catalog = loadWorkingTree(configDirOf(positionals[0]));
     const db = await openEventsToRead();
     try {
       const report = await replay(
         db.knex,
         catalog,
-        {
-          since: time(values.since, '--since'),
-          until: time(values.until, '--until'),
-          operation: values.operation as string | undefined,
-          environment: values.env as string | undefined,
-          limit,
-          samples,
-        },
+        options,
         format === 'text' && process.stderr.isTTY ? (n) => err(`\r… ${n} events`) : undefined,
       );
       out(format === 'json' ? JSON.stringify(report, null, 2) : formatReplay(report));

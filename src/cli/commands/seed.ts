@@ -3,7 +3,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
 import { readSettings } from '../../config/env.js';
 import { openDatabase } from '../../store/db.js';
-import { out, UsageError, type Command } from '../command.js';
+import { envOption, out, UsageError, type Command } from '../command.js';
 
 // seeds/ holds knex seed files (each exports seed(knex)). They are TypeScript ES modules, which
 // knex's own file loader cannot import, so they are handed to knex.seed.run through a seedSource of
@@ -56,13 +56,14 @@ const seed: Command = {
     const settings = readSettings();
     const count = values.events === undefined ? undefined : Number(values.events);
     if (count !== undefined && (!Number.isInteger(count) || count < 1)) throw new UsageError('--events N must be a positive integer');
+    const environment = envOption(values.env);
     const only = (values.only as string[] | undefined) ?? [];
     // A misspelt --only would otherwise seed nothing and still exit 0.
     const { unmatched } = seedsNamed(only);
     if (unmatched.length) throw new UsageError(`--only ${unmatched.join(', ')} matches no seed file (${seedFiles().join(', ')})`);
     const db = await openDatabase(settings.databaseUrl);
     try {
-      const ran = await runSeeds(db.knex, { count, environment: values.env, log: out }, only);
+      const ran = await runSeeds(db.knex, { count, environment, log: out }, only);
       if (ran.length === 0) out('no seed file matched');
       out(`seeded ${db.describe} with ${ran.join(', ') || 'nothing'}`);
     } finally {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { junitReport, textReport } from '../../fixtures/report.js';
 import { runFixtures } from '../../fixtures/suite.js';
-import { out, type Command } from '../command.js';
+import { err, out, type Command } from '../command.js';
 import { configDirOf } from './policy.js';
 
 const test: Command = {
@@ -14,6 +14,11 @@ const test: Command = {
     const run = await runFixtures(configDirOf(positionals[0]), match ? (file, name) => `${file} ${name}`.includes(match) : undefined);
     out(textReport(run));
     if (values.junit) fs.writeFileSync(values.junit as string, junitReport(run));
+    // A CI step that ran no case proved nothing: a misspelt --match or a directory without fixtures fails.
+    if (run.results.length === 0 && run.problems.length === 0) {
+      err(match ? `no fixture case matches --match "${match}"` : 'no fixture case found (rules/*.fixtures.yaml)');
+      return 1;
+    }
     return run.problems.length || run.results.some((r) => !r.ok) ? 1 : 0;
   },
 };

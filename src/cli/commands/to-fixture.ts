@@ -1,7 +1,7 @@
 import { eventToFixtureCase, fixtureCaseYaml } from '../../replay/toFixture.js';
 import { fromRow, type EventRow } from '../../store/eventStore.js';
 import { openEventsToRead } from '../readStore.js';
-import { out, UsageError, type Command } from '../command.js';
+import { envOption, out, UsageError, type Command } from '../command.js';
 import { configDirOf, loadWorkingTree } from './policy.js';
 
 const toFixture: Command = {
@@ -12,14 +12,15 @@ const toFixture: Command = {
   async run({ values, positionals }) {
     const [telemetryId, dir] = positionals;
     if (!telemetryId) throw new UsageError('usage: tps events to-fixture TELEMETRY_ID [DIR] [--env NAME] [--name TEXT]');
+    const env = envOption(values.env);
     const catalog = loadWorkingTree(configDirOf(dir));
     const db = await openEventsToRead();
     try {
       const q = db.knex<EventRow>('events').where('telemetry_id', telemetryId);
-      if (values.env) q.where('environment', values.env as string);
+      if (env) q.where('environment', env);
       const rows: EventRow[] = await q.limit(2);
       if (rows.length === 0) {
-        out(`no event with telemetryId ${telemetryId}${values.env ? ` in environment ${values.env}` : ''}`);
+        out(`no event with telemetryId ${telemetryId}${env ? ` in environment ${env}` : ''}`);
         return 1;
       }
       if (rows.length > 1) throw new UsageError(`telemetryId ${telemetryId} exists in several environments: name one with --env`);
