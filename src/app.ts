@@ -21,7 +21,7 @@ import { Ingestor } from './events/ingest.js';
 import { RetentionPruner } from './events/retention.js';
 import { createLogger, safeError, type Logger } from './http/logger.js';
 import { createMetrics, registerThreadGc, type Metrics, type MetricsText } from './http/metrics.js';
-import { authenticate, errors, rateLimit, requestId, requireJson, type TpsState } from './http/middleware.js';
+import { answerClientError, authenticate, errors, rateLimit, requestId, requireJson, type TpsState } from './http/middleware.js';
 import { evaluateRoutes } from './http/routes/evaluate.js';
 import { eventRoutes } from './http/routes/events.js';
 import { serviceRoutes } from './http/routes/service.js';
@@ -226,6 +226,8 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       reloadConfig: (trigger = 'manual') => configWatcher.reload(trigger),
       async listen(port = settings.port, host = settings.host) {
         const server = http.createServer(app.callback());
+        // What Node's parser refuses never reaches Koa; it is answered in CONTRACT's JSON all the same.
+        server.on('clientError', answerClientError);
         server.keepAliveTimeout = 65_000;
         servers.push(server);
         await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));

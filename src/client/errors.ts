@@ -55,6 +55,11 @@ export class TpsError extends Error {
   }
 }
 
+/** The error of a call ended by the caller's own signal: while in flight, or while waiting to retry. */
+export function abortedError(cause?: unknown, requestId?: string): TpsError {
+  return new TpsError({ code: 'aborted', message: 'The call to TPS was aborted by the caller', requestId, cause });
+}
+
 export function isTpsError(value: unknown): value is TpsError {
   return value instanceof TpsError;
 }

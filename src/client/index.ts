@@ -116,9 +116,8 @@ export function createClient(options: ClientOptions): TpsClient {
   }
 
   async function ingest(record: IngestRecord, callOptions: { signal?: AbortSignal } = {}): Promise<IngestResponse> {
-    const answer = await withRetry(retry, () =>
-      send<IngestResponse>(config, { method: 'POST', path: '/api/events/ingest', body: record, signal: callOptions.signal }),
-    );
+    const { signal } = callOptions;
+    const answer = await withRetry(retry, () => send<IngestResponse>(config, { method: 'POST', path: '/api/events/ingest', body: record, signal }), signal);
     return answer.body;
   }
 

@@ -1,7 +1,7 @@
 // Retry with exponential backoff and full jitter, for calls that are safe to repeat (ingest is,
 // because the caller's telemetryId makes a repeat a duplicate, not a second event).
 
-import { TpsError } from './errors.js';
+import { abortedError, TpsError } from './errors.js';
 
 export interface RetryPolicy {
   /** Retries after the first attempt. */
@@ -30,7 +30,21 @@ export function retryPolicy(given: Partial<RetryPolicy> | undefined): RetryPolic
   return policy;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or rejects with the aborted error as soon as the caller's signal fires. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortedError(signal.reason));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortedError(signal!.reason));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 /** How long to wait before retry `attempt`, or undefined to give up now. */
 export function backoffMs(attempt: number, policy: RetryPolicy, retryAfterSeconds?: number): number | undefined {
@@ -44,7 +58,8 @@ export function backoffMs(attempt: number, policy: RetryPolicy, retryAfterSecond
   return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
-export async function withRetry<T>(policy: RetryPolicy, run: () => Promise<T>): Promise<T> {
+/** Runs `run` until it succeeds or fails for good; the caller's `signal` also ends a wait between attempts. */
+export async function withRetry<T>(policy: RetryPolicy, run: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await run();
@@ -53,7 +68,7 @@ export async function withRetry<T>(policy: RetryPolicy, run: () => Promise<T>): 
       if (!retryable || attempt >= policy.retries) throw err;
       const wait = backoffMs(attempt, policy, err.retryAfterSeconds);
       if (wait === undefined) throw err; // it carries retryAfterSeconds for the caller to schedule
-      await sleep(wait);
+      await sleep(wait, signal);
     }
   }
 }

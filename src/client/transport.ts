@@ -2,7 +2,7 @@
 // assumed). Every failure becomes a TpsError, so callers handle a single error type.
 
 import type { ErrorBody } from '../api/types.js';
-import { TpsError } from './errors.js';
+import { abortedError, TpsError } from './errors.js';
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
@@ -29,7 +29,8 @@ export interface HttpAnswer<T> {
 /** Seconds from a retry-after header (seconds or an HTTP date), or undefined if it has none. */
 export function retryAfter(headers: Headers): number | undefined {
   const raw = headers.get('retry-after');
-  if (raw === null) return undefined;
+  // A blank value is no value: Number('') is 0, which would retry at once.
+  if (raw === null || raw.trim() === '') return undefined;
   const seconds = Number(raw);
   if (Number.isFinite(seconds)) return Math.max(0, seconds);
   const date = Date.parse(raw);
@@ -85,7 +86,7 @@ export async function send<T>(config: TransportConfig, req: HttpRequest): Promis
   } catch (err) {
     if (err instanceof TpsError) throw err;
     if (timedOut) throw new TpsError({ code: 'timeout', message: `TPS did not answer within ${config.timeoutMs} ms`, requestId, cause: err });
-    if (req.signal?.aborted) throw new TpsError({ code: 'aborted', message: 'The call to TPS was aborted by the caller', requestId, cause: err });
+    if (req.signal?.aborted) throw abortedError(err, requestId);
     // A failure after the headers arrived (body cut off) still means no usable answer.
     const message = err instanceof Error ? err.message : String(err);
     throw new TpsError({ code: 'network_error', message: `Could not reach TPS at ${config.baseUrl}: ${message}`, status: status || undefined, requestId, cause: err });

@@ -16,11 +16,12 @@ export interface ThreadOptions {
   challengeTtlMs: number;
 }
 
-/** An error the thread sends back: a client's (`api`: an ApiError's fields) or a bug's (safeError's). */
+/** An error the thread sends back: an ApiError's (`api`: its fields, and its cause as safeError gives it) or a bug's (safeError's). */
 export interface ThreadError {
-  api?: { code: ErrorCode; details?: ErrorDetail[]; headers?: Record<string, string> };
+  api?: { code: ErrorCode; details?: ErrorDetail[]; headers?: Record<string, string>; cause?: ThreadError };
   message: string;
   name?: string;
+  code?: string;
   stack?: string;
 }
 
@@ -48,11 +49,16 @@ export type FromThread =
   | { type: 'replies'; replies: Reply[] }
   | { type: 'assess'; id: number; view: AdvisoryView; settings: AiSettings };
 
-/** A bug in the thread, logged by the main thread with its request id; the client sees internal_error. */
+/**
+ * An error from the thread, rebuilt in the main thread: a bug's, logged with its request id (the
+ * client sees internal_error), or an ApiError's cause, logged as an outage's.
+ */
 export class ThreadFailure extends Error {
+  declare readonly code?: string;
   constructor(e: ThreadError) {
     super(e.message);
     this.name = e.name ?? 'Error';
+    if (e.code !== undefined) this.code = e.code;
     if (e.stack) this.stack = `${this.name}: ${e.message}\n${e.stack}`;
   }
 }
@@ -213,7 +219,9 @@ export class EvaluationThread {
     const m = await this.send({ type: 'evaluate', id: this.nextId++, environment, text });
     if (m.type === 'evaluated') return m;
     const error = (m as Extract<Reply, { type: 'failed' }>).error;
-    throw error.api ? new ApiError(error.api.code, error.message, error.api.details, error.api.headers) : new ThreadFailure(error);
+    const api = error.api;
+    // The cause is for the log (an outage's, as in middleware.ts), as it would be without the thread.
+    throw api ? new ApiError(api.code, error.message, api.details, api.headers, api.cause && new ThreadFailure(api.cause)) : new ThreadFailure(error);
   }
 
   /** Undoes an evaluation's changes to the challenges in the thread's store (its event was not committed). */

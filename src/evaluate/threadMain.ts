@@ -69,8 +69,12 @@ new PerformanceObserver((list) => {
   }
 }).observe({ entryTypes: ['gc'] });
 
+// An outage's cause (Redis's error) goes along for the HTTP thread's log, through safeError as
+// every logged error: its message and code, never a command's arguments or a payload value.
 const failure = (err: unknown): ThreadError =>
-  err instanceof ApiError ? { api: { code: err.code, details: err.details, headers: err.headers }, message: err.message } : safeError(err);
+  err instanceof ApiError
+    ? { api: { code: err.code, details: err.details, headers: err.headers, ...(err.cause === undefined ? {} : { cause: safeError(err.cause) }) }, message: err.message }
+    : safeError(err);
 
 async function evaluate(id: number, environment: string, text: string): Promise<void> {
   try {

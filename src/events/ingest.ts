@@ -8,6 +8,8 @@ export type IngestOutcome = 'stored' | 'duplicate' | 'conflict';
 interface Pending {
   event: EventRecord;
   outcome?: IngestOutcome;
+  /** Why this record alone has no outcome, though its batch committed. */
+  failure?: unknown;
 }
 
 export interface IngestorOptions {
@@ -57,13 +59,16 @@ export class Ingestor {
     this.now = options.now ?? Date.now;
     this.committer = new GroupCommitter<Pending>(
       async (items) => {
-        const { inserted, existing } = await store.insertNew(items.map((p) => p.event));
+        const { inserted, existing, unreadable } = await store.insertNew(items.map((p) => p.event));
+        // The batch is committed: from here on a record fails alone, as throwing would fail every
+        // record of the batch, the stored ones included.
         items.forEach((p, i) => {
           if (inserted[i]) p.outcome = 'stored';
           else {
-            const stored = existing.get(keyOf(p.event.environment, p.event.telemetryId));
-            if (!stored) throw new Error('an ingest was neither inserted nor found');
-            p.outcome = content(stored) === content(p.event) ? 'duplicate' : 'conflict';
+            const key = keyOf(p.event.environment, p.event.telemetryId);
+            const stored = existing.get(key);
+            if (stored) p.outcome = content(stored) === content(p.event) ? 'duplicate' : 'conflict';
+            else p.failure = unreadable.get(key) ?? new Error('an ingest was neither inserted nor found');
           }
         });
         if (inserted.some(Boolean)) options.onCommit?.();
@@ -77,6 +82,7 @@ export class Ingestor {
   async ingest(environment: string, record: IngestRecord): Promise<IngestOutcome> {
     const pending: Pending = { event: ingestEvent(environment, record, this.now()) };
     await this.committer.append(pending);
+    if (pending.failure !== undefined) throw pending.failure;
     return pending.outcome!;
   }
 

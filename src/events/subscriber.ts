@@ -43,6 +43,8 @@ function frameOf(e: StoredEvent): string {
 export class StreamSubscriber implements Listener {
   /** Every matching event with seq at or below this has been written to the client. */
   private position = 0;
+  /** The position the client last got as an id: an event's, or one sent in a block of its own. */
+  private told = -1;
   private mode: 'catchup' | 'live' = 'catchup';
   private queue: StoredEvent[] = [];
   private closed = false;
@@ -67,7 +69,8 @@ export class StreamSubscriber implements Listener {
    * Positions the stream before a byte is sent, so a store failure is still an ordinary error
    * answer, and so that once the client has the headers, every later commit reaches it. Without a
    * cursor the stream starts at the hub's head: from now on. False (and stopped) when the cursor
-   * is past the newest event: no event would ever be sent after it.
+   * is past the newest event: no event would ever be sent after it. A position is never past the
+   * hub's head, which is never past the store's, so an id the stream sends always passes that check.
    */
   async open(resumeAfter: number | undefined): Promise<boolean> {
     this.res.once('close', () => this.stop());
@@ -96,7 +99,9 @@ export class StreamSubscriber implements Listener {
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
-    this.res.write(`retry: ${this.options.retryMs}\n: connected\n\n`);
+    // The position as an id at once: a client that drops before its first event resumes from here,
+    // rather than from a new head that skips what was committed while it was away.
+    this.res.write(`retry: ${this.options.retryMs}\n${this.idLine()}: connected\n\n`);
     this.heartbeat = setInterval(() => void this.beat(), this.options.heartbeatMs);
     // A store failure mid-stream ends the stream; the client resumes from its Last-Event-ID.
     this.done = this.run()
@@ -153,7 +158,19 @@ export class StreamSubscriber implements Listener {
     } catch {
       return this.end();
     }
-    if (!this.closed && this.res.writableLength === 0) this.res.write(': heartbeat\n\n');
+    if (this.closed || this.res.writableLength !== 0) return;
+    // Parked live (waiting for the hub, nothing queued), the stream has been offered every event up
+    // to the hub's head and has written those that match, so it may resume from there: a quiet
+    // filter's resume point keeps up. Anywhere else (reading the store, sending) it is only as far
+    // as it has written.
+    if (this.wakeUp) this.position = Math.max(this.position, this.hub.head);
+    this.res.write(this.position === this.told ? ': heartbeat\n\n' : `${this.idLine()}: heartbeat\n\n`);
+  }
+
+  /** An id line of the position, for a block of its own (SSE: a block with an id and no data still sets the client's last event id). */
+  private idLine(): string {
+    this.told = this.position;
+    return `id: ${encodeCursor(this.position)}\n`;
   }
 
   /** False, the stream ended, once its key is revoked or unknown (within TPS_KEY_CACHE_MS, as every request). */
@@ -199,7 +216,7 @@ export class StreamSubscriber implements Listener {
     // Never twice, whichever of the store read and the hub queue holds it.
     if (this.closed || e.seq <= this.position) return;
     const flushed = this.res.write(frameOf(e));
-    this.position = Math.max(this.position, e.seq);
+    this.position = this.told = e.seq;
     if (!flushed) await this.drained();
   }
 

@@ -1,14 +1,16 @@
 import crypto from 'node:crypto';
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import { ApiError, invalidJson } from '../api/errors.js';
-import type { ErrorBody } from '../api/types.js';
+import type { ErrorBody, ErrorCode } from '../api/types.js';
 import type { Principal, KeyRing } from '../auth/keyring.js';
 import { bearerKey, kindOf } from '../auth/keys.js';
-import type { VelocityCounter } from '../state/counters.js';
+import type { QuotaCounter } from '../state/counters.js';
 import { safeError, type Logger } from './logger.js';
 
 // What an operator reads for a dependency's outage: the cause is logged, never sent.
-const OUTAGES: Partial<Record<string, string>> = { store_unavailable: 'event store could not commit', state_unavailable: 'shared state (Redis) did not answer' };
+const OUTAGES: Partial<Record<string, string>> = { store_unavailable: 'event store could not commit or be read', state_unavailable: 'shared state (Redis) did not answer' };
 
 export interface TpsState {
   requestId: string;
@@ -73,6 +75,46 @@ function bodyError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
+/**
+ * What a failed read of the store (keys, events, policy versions) answers: the driver's error (the
+ * database is down, a table is gone) is an outage to wait out, CONTRACT's 503, not a bug's 500. A
+ * client's mistake (ApiError) and a fault of our own code (the language's own error types) stay as they are.
+ */
+export function storeReadFailed(err: unknown): never {
+  if (err instanceof ApiError || err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError) throw err;
+  throw new ApiError('store_unavailable', 'the store cannot be read just now; nothing was changed, retry', undefined, { 'retry-after': '1' }, err);
+}
+
+// Requests Node's HTTP parser refuses (http.Server 'clientError'): Node's own status, CONTRACT's body.
+// 431 and 408 have no code of their own in CONTRACT; `invalid_request` is its code for a request
+// that breaks a bound, and the status says which. The chunk-extension bound is the body's (413).
+const PARSER_REFUSALS: Partial<Record<string, [status: number, code: ErrorCode, message: string]>> = {
+  HPE_HEADER_OVERFLOW: [431, 'invalid_request', 'the request line and headers are larger than the server accepts'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'payload_too_large', 'the chunk extensions of the request body are larger than the server accepts'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'invalid_request', 'the request did not arrive in time'],
+};
+const NOT_HTTP: [number, ErrorCode, string] = [400, 'invalid_request', 'the request is not valid HTTP: its request line, a header or its content-length is malformed'];
+
+/**
+ * http.Server's 'clientError': answers in CONTRACT's JSON, with an x-request-id of its own (the
+ * request's headers were never read) and never a byte of the request, then closes the connection.
+ * Only when nothing of another answer went out on it yet; otherwise, or once the client is gone,
+ * the socket is just destroyed, as Node does.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  // A response on this connection still in flight (keep-alive): Node's own check, on its own field.
+  const inFlight = (socket as Duplex & { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] = PARSER_REFUSALS[err.code ?? ''] ?? NOT_HTTP;
+  const body = JSON.stringify({ error: { code, message } } satisfies ErrorBody);
+  const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${crypto.randomUUID()}\r\nconnection: close\r\n\r\n`;
+  // The server keeps connections half-open: once the answer is out, this one goes.
+  socket.end(head + body, () => socket.destroy());
+}
+
 /** Refuses bodies that do not say they are JSON before anything reads them. */
 export const requireJson = (): Middleware => async (ctx, next) => {
   // ctx.is answers null for a request with neither content-length nor transfer-encoding (curl -X
@@ -90,20 +132,29 @@ export const authenticate = (keys: KeyRing): Middleware => async (ctx, next) => 
   if (key === undefined) {
     throw new ApiError('missing_api_key', 'send the secret key as "authorization: Bearer svc_sec_…"', undefined, { 'www-authenticate': 'Bearer' });
   }
-  const principal = kindOf(key) ? await keys.authenticate(key) : undefined;
+  let principal: Principal | undefined;
+  try {
+    principal = kindOf(key) ? await keys.authenticate(key) : undefined;
+  } catch (err) {
+    storeReadFailed(err); // a key not cached (or cached too long ago) is read from the store
+  }
   if (!principal) throw new ApiError('invalid_api_key', 'the API key is unknown or revoked', undefined, { 'www-authenticate': 'Bearer error="invalid_token"' });
   if (principal.kind !== 'secret') throw new ApiError('publishable_key_not_allowed', 'a publishable key (svc_pub_) cannot call a server endpoint; use the secret key from server code');
   ctx.state.principal = principal;
   await next();
 };
 
-/** The per-key API quota (TPS_KEY_RATE_LIMIT_PER_MINUTE; 0 turns it off). */
-export const rateLimit = (counter: VelocityCounter, perMinute: number): Middleware => async (ctx, next) => {
+/**
+ * The per-key API quota (TPS_KEY_RATE_LIMIT_PER_MINUTE; 0 turns it off). A refused request is not
+ * counted, and retry-after is when the sliding count falls below the quota: a client that waits it
+ * out gets in, whereas counting refusals (or pointing at the minute's edge, where the previous
+ * minute still counts almost whole) would refuse it again.
+ */
+export const rateLimit = (counter: QuotaCounter, perMinute: number): Middleware => async (ctx, next) => {
   if (perMinute > 0) {
-    const now = Date.now();
-    const used = await counter.hit(`quota\u0000${ctx.state.principal.keyId}`, 60, now);
-    if (used > perMinute) {
-      const retryAfter = String(Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000)));
+    const waitMs = await counter.take(`quota\u0000${ctx.state.principal.keyId}`, 60, perMinute, Date.now());
+    if (waitMs > 0) {
+      const retryAfter = String(Math.ceil(waitMs / 1000));
       throw new ApiError('rate_limited', `this key's quota of ${perMinute} requests per minute is spent`, undefined, { 'retry-after': retryAfter });
     }
   }

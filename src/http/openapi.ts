@@ -9,12 +9,14 @@ const strings = { type: 'array', items: str } as const;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
 const bearer = [{ secretKey: [] }];
-// What every keyed route can answer besides its own: the key checks, the key's quota, a bug.
+// What every keyed route can answer besides its own: the key checks (a key not cached is read from
+// the store), the key's quota, a bug.
 const keyed = {
   401: errorResponse('missing_api_key or invalid_api_key'),
   403: errorResponse('publishable_key_not_allowed'),
   429: errorResponse('rate_limited: the key\'s quota is spent (retry-after)'),
   500: errorResponse('internal_error'),
+  503: errorResponse('store_unavailable: the store cannot be read (retry-after)'),
 };
 const query = (name: string, schema: object, description?: string) => ({ name, in: 'query', schema, ...(description ? { description } : {}) });
 // CONTRACT "Decision Logs": the filters shared by the list and the stream.
@@ -213,7 +215,7 @@ export const openApiDocument = {
           413: errorResponse('payload_too_large'),
           415: errorResponse('unsupported_media_type'),
           422: errorResponse('unknown_operation'),
-          503: errorResponse('store_unavailable, evaluation_unavailable or state_unavailable (both with retry-after)'),
+          503: errorResponse('store_unavailable (the event could not be committed, or the store cannot be read: retry-after), evaluation_unavailable or state_unavailable (both with retry-after)'),
         },
       },
     },
@@ -230,7 +232,7 @@ export const openApiDocument = {
           409: errorResponse('telemetry_id_conflict'),
           413: errorResponse('payload_too_large'),
           415: errorResponse('unsupported_media_type'),
-          503: errorResponse('store_unavailable'),
+          503: errorResponse('store_unavailable: the event could not be recorded, or the store cannot be read (retry-after)'),
         },
       },
     },
@@ -258,7 +260,6 @@ export const openApiDocument = {
           200: { description: 'text/event-stream: one `data:` DecisionEvent per message, `id:` its cursor, heartbeat comments', content: { 'text/event-stream': { schema: str } } },
           400: errorResponse('invalid_request'),
           ...keyed,
-          503: errorResponse('store_unavailable'),
         },
       },
     },

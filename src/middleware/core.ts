@@ -6,14 +6,17 @@ import type { Actor, ChallengeType, EvaluateRequest, Resource, SessionContext } 
 import { HEADERS } from '../browser/headers.js';
 import type { TpsClient } from '../client/index.js';
 import { DEFAULT_STEP_UP_STATUS, halt, toOutcome, type Outcome } from './outcome.js';
-import { safeId, sessionFromHeaders } from './session-headers.js';
+import { resourceId, safeId, safeIp, sessionFromHeaders } from './session-headers.js';
 
-/** What an adapter exposes of its framework's request. */
+/**
+ * What an adapter exposes of its framework's request. `ip` and `user` are read at most once, inside
+ * decide's protected section, so an adapter may make them getters over app code that can throw.
+ */
 export interface RequestView {
   path: string;
   header(name: string): string | undefined;
   ip?: string;
-  /** The signed-in user, when the framework has one (ctx.state.user, req.user). */
+  /** The signed-in user, when the framework has one (ctx.state.user, req.user); a promise is awaited. */
   user?: unknown;
   /** A route parameter `id`, when present: the default resource id. */
   resourceId?: string;
@@ -26,7 +29,7 @@ export interface VerifyContext<R> {
   transaction: EvaluateRequest;
 }
 
-type MaybePromise<T> = T | Promise<T>;
+export type MaybePromise<T> = T | Promise<T>;
 export type Verifier<R> = (proof: string, context: VerifyContext<R>) => MaybePromise<boolean>;
 
 export interface DecisionOptions<R> {
@@ -70,13 +73,15 @@ async function buildTransaction<R>(request: R, view: RequestView, options: Decis
   if (!options.session) {
     session = sessionFromHeaders((name) => view.header(name));
     const userAgent = view.header('user-agent');
-    if (view.ip) session.ipAddress = view.ip;
+    const ip = safeIp(view.ip);
+    if (ip) session.ipAddress = ip;
     if (userAgent) session.userAgent = userAgent.slice(0, 512);
   }
   const defaults: EvaluateRequest = {
     operationKey,
-    actor: options.actor ? await options.actor(request) : defaultActor(view.user),
-    resource: options.resource ? await options.resource(request) : { type: operationKey.split('.')[0]!, id: view.resourceId ?? view.path },
+    // Awaited: an async auth() must not read as anonymous (wrong roles, lumped velocity, wrong logs).
+    actor: options.actor ? await options.actor(request) : defaultActor(await view.user),
+    resource: options.resource ? await options.resource(request) : { type: operationKey.split('.')[0]!, id: await resourceId(view.resourceId ?? view.path) },
   };
   if (session && Object.keys(session).length > 0) defaults.session = session;
   return options.transaction ? options.transaction(request, defaults) : defaults;

@@ -1,7 +1,8 @@
 // Express adapter, typed structurally so the package does not depend on @types/express.
 // A halt answers and never calls next(); a continue calls next() and, for allow_redacted,
-// redacts whatever the handler sends through res.json (or res.send(object)). Either way the
-// Outcome is left on res.locals.tps for logging (check `action` before trusting it).
+// redacts whatever the handler sends through res.json or res.jsonp (res.send(object) goes through
+// res.json). A string, a Buffer, res.write or res.render is not seen. Either way the Outcome is
+// left on res.locals.tps for logging (check `action` before trusting it).
 
 import { decide, type DecisionOptions } from './core.js';
 import type { RedactOptions } from './redaction.js';
@@ -19,12 +20,13 @@ export interface ExpressLikeResponse {
   status(code: number): this;
   set(headers: Record<string, string>): this;
   json(body: unknown): this;
+  jsonp?(body: unknown): this;
 }
 
 export type ExpressLikeNext = (error?: unknown) => void;
 
 export interface ExpressDecisionOptions<Req extends ExpressLikeRequest = ExpressLikeRequest> extends DecisionOptions<Req> {
-  /** Options for redacting res.json bodies, or false to leave it to the handler. */
+  /** Options for redacting res.json and res.jsonp bodies, or false to leave it to the handler. */
   redact?: RedactOptions | false;
 }
 
@@ -35,8 +37,14 @@ export function tpsExpress<Req extends ExpressLikeRequest = ExpressLikeRequest, 
     const outcome = await decide(req, {
       path: req.path,
       header: (name) => req.get(name) || undefined,
-      ip: req.ip,
-      user: req.user,
+      // Getters, read inside decide's protected section (req.ip runs the app's trust proxy function);
+      // a user that is a promise is awaited there.
+      get ip() {
+        return req.ip;
+      },
+      get user() {
+        return req.user;
+      },
       resourceId: req.params?.id,
     }, options);
     res.locals.tps = outcome;
@@ -45,9 +53,12 @@ export function tpsExpress<Req extends ExpressLikeRequest = ExpressLikeRequest, 
       return;
     }
     if (outcome.redaction && options.redact !== false) {
-      const json = res.json.bind(res);
       const redactOptions = options.redact ?? {};
-      res.json = (body: unknown) => json(outcome.redact(body, redactOptions));
+      // jsonp serializes on its own rather than through res.json, so it is wrapped too.
+      for (const method of ['json', 'jsonp'] as const) {
+        const send = res[method]?.bind(res);
+        if (send) res[method] = (body: unknown) => send(outcome.redact(body, redactOptions));
+      }
     }
     next();
   };

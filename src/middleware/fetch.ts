@@ -2,14 +2,14 @@
 // a Response when the request must stop, or null to continue. The continue decision (redaction
 // included) is then available through decisionOf(request).
 
-import { decide, type DecisionOptions } from './core.js';
+import { decide, type DecisionOptions, type MaybePromise } from './core.js';
 import type { Continue } from './outcome.js';
 
 export interface FetchDecisionOptions extends DecisionOptions<Request> {
   /** The client IP, which only the platform knows (e.g. cf-connecting-ip). */
   ip?: (request: Request) => string | undefined;
-  /** The signed-in user for the default actor. */
-  user?: (request: Request) => unknown;
+  /** The signed-in user for the default actor; may be async (e.g. Next's auth()). */
+  user?: (request: Request) => MaybePromise<unknown>;
 }
 
 const decisions = new WeakMap<Request, Continue>();
@@ -24,8 +24,13 @@ export function tpsFetch(options: FetchDecisionOptions): (request: Request) => P
     const outcome = await decide(request, {
       path: new URL(request.url).pathname,
       header: (name) => request.headers.get(name) ?? undefined,
-      ip: options.ip?.(request),
-      user: options.user?.(request),
+      // Getters, so the app's callbacks run inside decide: a throw is a 503 and onError, not a rejected guard.
+      get ip() {
+        return options.ip?.(request);
+      },
+      get user() {
+        return options.user?.(request);
+      },
     }, options);
     if (outcome.action === 'continue') {
       decisions.set(request, outcome);

@@ -23,8 +23,13 @@ export function tpsKoa(options: KoaDecisionOptions): Middleware {
     const outcome = await decide(ctx, {
       path: ctx.path,
       header: (name) => ctx.get(name) || undefined,
-      ip: ctx.ip,
-      user: ctx.state.user,
+      // Getters, read inside decide's protected section; a user that is a promise is awaited there.
+      get ip() {
+        return ctx.ip;
+      },
+      get user() {
+        return ctx.state.user;
+      },
       resourceId: params?.id,
     }, options);
     ctx.state.tps = outcome;

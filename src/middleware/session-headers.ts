@@ -1,9 +1,11 @@
-// Reads the browser continuity headers (SPEC 4.3 plus x-svc-continuity) into SessionContext.
-// Headers come from the client and can be forged, so each value is shape-checked and bounded:
-// a malformed value is dropped, never forwarded to TPS (which would answer 400).
+// Reads the browser continuity headers (SPEC 4.3 plus x-svc-continuity) into SessionContext, and
+// checks the other request values the browser controls (the route id, X-Forwarded-For's IP).
+// Each value is shape-checked and bounded as TPS checks it: a value TPS would refuse is dropped
+// (or, for the required resource id, made acceptable), never forwarded to answer 400.
 
 import type { SessionContext } from '../api/types.js';
 import { HEADERS } from '../browser/headers.js';
+import { CONTROL_OR_LONE_SURROGATE, MAX_ID_LENGTH } from '../validate/characters.js';
 import { MAX_CLOCK_SKEW_MS, parseInstant } from '../validate/timestamp.js';
 
 export type HeaderReader = (name: string) => string | undefined;
@@ -14,6 +16,33 @@ const ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function safeId(value: string | undefined): string | undefined {
   const trimmed = value?.trim();
   return trimmed && ID.test(trimmed) ? trimmed : undefined;
+}
+
+// TPS's identifier rule, from the module its validators share (kit.ts itself loads yup).
+const REFUSED_IN_ID = new RegExp(CONTROL_OR_LONE_SURROGATE.source, 'gu');
+
+/**
+ * A default resource id (route param or path) TPS accepts: the value itself when it may, else its
+ * first 64 characters (refused ones replaced) plus a SHA-256 of the whole, so ids that differ
+ * still differ for step-up and velocity fingerprints, and the Decision Log still shows the start.
+ */
+export async function resourceId(value: string): Promise<string> {
+  const shown = value.replace(REFUSED_IN_ID, '\uFFFD');
+  if (shown === value && value !== '' && value.length <= MAX_ID_LENGTH) return value;
+  const digest = new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(value)));
+  const hex = Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+  // By code point, so a surrogate pair is never cut in half.
+  return `${Array.from(shown).slice(0, 64).join('')}~sha256:${hex}`;
+}
+
+// IP-shaped (dotted quad, or hex groups and colons with an optional IPv4 tail), not a full parser:
+// TPS wants at most 64 printable characters, and a proxy's X-Forwarded-For can hold anything.
+const IP = /^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?::\d{1,3}(?:\.\d{1,3}){3})?)$/;
+
+/** The client IP, or undefined when it is not one (every match is under TPS's 64-character cap). */
+export function safeIp(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed && IP.test(trimmed) ? trimmed : undefined;
 }
 
 /** Parses `strength=0.85;new-device=0;signal-age=3` (order free, unknown keys ignored). */
@@ -44,10 +73,12 @@ export function sessionFromHeaders(header: HeaderReader, now: number = Date.now(
 
   const signal = header(HEADERS.recentHumanSignal)?.trim();
   // Read as TPS reads it (an offset, a real date, at most the clock skew ahead): a value TPS would
-  // refuse is dropped here rather than turning the request into a 400.
+  // refuse is dropped here rather than turning the request into a 400. What is forwarded is the
+  // toISOString() form, so that is checked too: year 0000 at +01:00 becomes -000001-12-31T23:00Z.
   const at = signal && signal.length <= 64 ? parseInstant(signal) : undefined;
-  if (at !== undefined && at - now <= MAX_CLOCK_SKEW_MS) {
-    session.recentHumanSignalAt = new Date(at).toISOString();
+  const iso = at === undefined ? undefined : new Date(at).toISOString();
+  if (at !== undefined && iso !== undefined && parseInstant(iso) !== undefined && at - now <= MAX_CLOCK_SKEW_MS) {
+    session.recentHumanSignalAt = iso;
     // The browser's own age measurement is immune to clock skew between browser and server;
     // fall back to our clock only when it is missing.
     session.recentHumanSignalAgeSeconds = Math.round(continuity.signalAge ?? Math.max(0, (now - at) / 1000));

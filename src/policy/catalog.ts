@@ -57,7 +57,7 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
     }
     policyFiles.set(spec.id, file);
     for (const name of Object.keys(spec.weights ?? {})) {
-      if (!(name in signals)) problems.push({ file, path: `weights.${name}`, message: `weights.${name} names no signal declared in rules/signals.yaml` });
+      if (!Object.hasOwn(signals, name)) problems.push({ file, path: `weights.${name}`, message: `weights.${name} names no signal declared in rules/signals.yaml` });
     }
     const ruleNames = new Set<string>();
     (spec.rules ?? []).forEach((r, i) => {

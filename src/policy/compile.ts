@@ -98,8 +98,9 @@ function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, threshol
 export function compilePolicy(spec: PolicySpec, signalSpecs: Record<string, SignalSpec>): CompiledPolicy {
   const thresholds: Thresholds = { ...DEFAULT_THRESHOLDS, ...stripUndefined(spec.thresholds ?? {}) };
   const stepUpChallenge = (spec.stepUp?.challenge ?? 'passkey') as ChallengeType;
-  const weights = (spec.weights ?? {}) as Record<string, number>;
-  const signals = Object.entries(signalSpecs).map(([name, s]) => compileSignal(name, s, weights[name] ?? s.weight));
+  // Own keys only: a signal may be called "constructor", which every object inherits.
+  const weights = new Map(Object.entries((spec.weights ?? {}) as Record<string, number>));
+  const signals = Object.entries(signalSpecs).map(([name, s]) => compileSignal(name, s, weights.get(name) ?? s.weight));
 
   const rules = builtInRules(spec, stepUpChallenge, thresholds);
   for (const r of spec.rules ?? []) {

@@ -1,15 +1,21 @@
 import type { TopLevelCondition } from 'json-rules-engine';
+import { isFactReference } from './operators.js';
 import type { ConditionSpec } from './schema.js';
 
 // YAML names a fact by its dotted path; json-rules-engine wants the root fact and a path inside it.
+function engineFact(dotted: string): { fact: string; path?: string } {
+  const dot = dotted.indexOf('.');
+  return dot < 0 ? { fact: dotted } : { fact: dotted.slice(0, dot), path: dotted.slice(dot + 1) };
+}
+
 export function toEngineCondition(spec: ConditionSpec): Record<string, unknown> {
   if ('all' in spec) return { all: spec.all.map(toEngineCondition) };
   if ('any' in spec) return { any: spec.any.map(toEngineCondition) };
   if ('not' in spec) return { not: toEngineCondition(spec.not) };
-  const dot = spec.fact.indexOf('.');
-  const leaf: Record<string, unknown> = { fact: dot < 0 ? spec.fact : spec.fact.slice(0, dot), operator: spec.operator, value: spec.value };
-  if (dot >= 0) leaf.path = spec.fact.slice(dot + 1);
-  return leaf;
+  // A value `{ fact: <path> }` names its fact as a leaf does (the engine would look for a fact called "metadata.x").
+  const value = isFactReference(spec.value) ? engineFact(String(spec.value.fact)) : spec.value;
+  const { fact, path } = engineFact(spec.fact);
+  return { fact, operator: spec.operator, value, ...(path === undefined ? {} : { path }) };
 }
 
 export function toTopLevel(spec: ConditionSpec | undefined): TopLevelCondition {

@@ -11,13 +11,19 @@ import type { PolicyFacts as Facts } from './run.js';
  */
 export type DirectCheck = (facts: Facts) => boolean;
 
+/**
+ * A key of a fact's value, its own only: `requestData.constructor` is absent when the caller sent
+ * no such key, not the function every object inherits.
+ */
+export const ownProperty = (value: unknown, key: string): unknown =>
+  value !== null && value !== undefined && Object.hasOwn(value as object, key) ? (value as Record<string, unknown>)[key] : undefined;
+
 /** The engine's path resolver (compile.ts): a plain dotted path, no JSONPath. */
 export const dotted = (root: object, path: string): unknown => {
   let value: unknown = root;
   for (let start = 0; start <= path.length; ) {
     const end = path.indexOf('.', start);
-    if (value === null || value === undefined) return undefined;
-    value = (value as Record<string, unknown>)[end < 0 ? path.slice(start) : path.slice(start, end)];
+    value = ownProperty(value, end < 0 ? path.slice(start) : path.slice(start, end));
     if (end < 0) break;
     start = end + 1;
   }

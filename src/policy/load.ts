@@ -3,6 +3,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { check, yup } from '../validate/kit.js';
 import { locator, splitPath } from './locate.js';
+import { didYouMean } from './suggest.js';
 import type { ConfigProblem } from './problems.js';
 import { operationSchema, policySchema, signalsFileSchema, type OperationSpec, type PolicySpec, type SignalSpec } from './schema.js';
 
@@ -42,6 +43,31 @@ function listYaml(dir: string): string[] {
 
 type Rejected = Sourced<Record<string, unknown>>[];
 
+/**
+ * A YAML file's document, a mapping, or undefined once its problem is listed: a syntax error, no
+ * document at all (an empty or comment-only file loads as undefined, which a schema whose fields
+ * are all optional would accept as a file that declares nothing), or a list or a scalar.
+ */
+export function parseDocument(text: string, rel: string, problems: ConfigProblem[]): Record<string, unknown> | undefined {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text, { filename: rel });
+  } catch (err) {
+    const e = err as yaml.YAMLException;
+    problems.push({ file: rel, path: '', line: e.mark ? e.mark.line + 1 : undefined, message: e.reason ?? String(err) });
+    return undefined;
+  }
+  if (doc === undefined || doc === null) {
+    problems.push({ file: rel, path: '', message: 'the file is empty' });
+    return undefined;
+  }
+  if (typeof doc !== 'object' || Array.isArray(doc)) {
+    problems.push({ file: rel, path: '', message: `the file must be a mapping of fields (key: value), not ${Array.isArray(doc) ? 'a list' : `a ${typeof doc}`}` });
+    return undefined;
+  }
+  return doc as Record<string, unknown>;
+}
+
 function parse<T>(
   file: string,
   rel: string,
@@ -50,23 +76,23 @@ function parse<T>(
   texts: Map<string, string>,
   rejected?: Rejected,
 ): T | undefined {
-  let doc: unknown;
+  let text: string;
   try {
-    const text = fs.readFileSync(file, 'utf8');
-    texts.set(rel, text);
-    doc = yaml.load(text, { filename: rel });
+    text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    const e = err as yaml.YAMLException;
-    problems.push({ file: rel, path: '', line: e.mark ? e.mark.line + 1 : undefined, message: e.reason ?? String(err) });
+    problems.push({ file: rel, path: '', message: String(err) });
     return undefined;
   }
+  texts.set(rel, text);
+  const doc = parseDocument(text, rel, problems);
+  if (doc === undefined) return undefined;
   const result = check<T>(schema, doc);
   if (result.ok) return result.value;
   for (const d of result.details) {
     const path = d.path === '(root)' ? '' : d.path;
     problems.push({ file: rel, path, message: withSuggestion(schema as yup.Schema, doc, path, d.message) });
   }
-  if (rejected && doc && typeof doc === 'object' && !Array.isArray(doc)) rejected.push({ file: rel, spec: doc as Record<string, unknown> });
+  rejected?.push({ file: rel, spec: doc });
   return undefined;
 }
 
@@ -132,9 +158,7 @@ export function withSuggestion(schema: yup.Schema, doc: unknown, path: string, m
   if (!message.endsWith(' is not a known field')) return message;
   const parts = splitPath(path);
   const typo = String(parts.pop());
-  const known = knownFields(schema, doc, parts);
-  const best = closest(typo, known);
-  return best ? `${message} (did you mean "${best}"?)` : message;
+  return message + didYouMean(typo, knownFields(schema, doc, parts));
 }
 
 function knownFields(schema: yup.Schema, doc: unknown, parts: (string | number)[]): string[] {
@@ -148,24 +172,4 @@ function knownFields(schema: yup.Schema, doc: unknown, parts: (string | number)[
   } catch {
     return [];
   }
-}
-
-function closest(word: string, candidates: string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) [best, bestDistance] = [c, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
 }

@@ -1,9 +1,18 @@
 import { Fact } from 'json-rules-engine';
-import type { RuleOutcome } from '../api/types.js';
+import type { RiskBand, RuleOutcome } from '../api/types.js';
 import type { CompiledPolicy, CompiledRule } from './compile.js';
 
 export interface PolicyFacts {
   [root: string]: unknown;
+}
+
+/**
+ * What the evaluator adds to a request's facts for the rules alone: TPS's own velocity count
+ * (counted after scoring) and the score itself. src/facts/paths.ts lists their leaves.
+ */
+export interface RuleOnlyFacts {
+  velocity: { serviceCount?: number };
+  risk: { score: number; band: RiskBand; base: number };
 }
 
 export interface PolicyRun {

@@ -1,42 +1,38 @@
-import { CHALLENGE_TYPES, DECISIONS, REDACTION_STRATEGIES } from '../api/types.js';
+import { CHALLENGE_TYPES, DECISIONS, REDACTION_STRATEGIES, type Decision } from '../api/types.js';
 import { REASON_CODE_PATTERN } from '../reasons/catalog.js';
 import { aiConfigSchema } from '../ai/settings.js';
 import { ENVIRONMENT_NAME, ENVIRONMENT_NAME_RULE } from '../config/environmentName.js';
+import { factPathProblem, RULE_ONLY_ROOTS } from '../facts/paths.js';
 import { mapOf, strictObject, yup } from '../validate/kit.js';
+import { isFactReference, parseOperator, valueProblem } from './operators.js';
+
+export { OPERATORS } from './operators.js';
 
 // The YAML formats of operations/ and rules/. What these accept is documented in README
 // ("YAML reference"); keep the two in step.
 
 export const ACTION_TYPES = ['create', 'read', 'update', 'delete', 'export', 'import', 'approve', 'transfer', 'grant', 'login', 'other'] as const;
 export const SENSITIVITIES = ['low', 'medium', 'high', 'critical'] as const;
-export const FACT_ROOTS = ['operation', 'actor', 'resource', 'requestData', 'session', 'metadata', 'rawSignals', 'velocity', 'risk'] as const;
 export const TRANSFORMS = ['flag', 'clamp', 'inverse', 'ramp', 'nonEmpty', 'map', 'between'] as const;
-export const OPERATORS = [
-  'equal', 'notEqual', 'lessThan', 'lessThanInclusive', 'greaterThan', 'greaterThanInclusive',
-  'in', 'notIn', 'contains', 'doesNotContain', 'exists',
-] as const;
 /** enforce (default): the decision is answered. monitor: allow is answered, the would-be decision recorded. */
 export const MODES = ['enforce', 'monitor'] as const;
 export type Mode = (typeof MODES)[number];
-const DECORATORS = ['someFact', 'someValue', 'everyFact', 'everyValue', 'swap', 'not'];
 
 const KEY = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 const ID = /^[a-z][a-z0-9_-]{0,63}$/;
+// A message that echoes what the YAML says is a function: yup would read a `${…}` in it as a parameter.
 const factPath = yup
   .string()
   .required()
-  .test('fact-path', '${path} must be a dotted path whose first part is one of: ' + FACT_ROOTS.join(', '), (v) => {
-    if (!v) return false;
-    const [root, ...rest] = v.split('.');
-    return (FACT_ROOTS as readonly string[]).includes(root!) && rest.every((p) => p.length > 0);
+  .test('fact-path', 'unknown fact', function known(v) {
+    const problem = v === undefined ? undefined : factPathProblem(v);
+    return problem ? this.createError({ message: () => `${this.path} ${problem}` }) : true;
   });
 
-// velocity.* is counted after scoring and risk.* is the score itself: a signal would read them absent.
-const RULE_ONLY_ROOTS = ['velocity', 'risk'];
 const signalFact = factPath.test(
   'signal-fact',
   '${path} cannot be read by a signal: velocity.* is counted after scoring and risk.* is the score itself; use them in a policy rule',
-  (v) => !v || !RULE_ONLY_ROOTS.includes(v.split('.')[0]!),
+  (v) => !v || !(RULE_ONLY_ROOTS as readonly string[]).includes(v.split('.')[0]!),
 );
 
 /** The riskBand cut-offs a policy gets for those it does not write. */
@@ -81,19 +77,25 @@ export const signalsFileSchema = strictObject({
   signals: mapOf(() => signalSchema, /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name (snake_case)').required(),
 });
 
+/** `value: { fact: <path> }` reads another fact when the rule runs. */
+const factReference = strictObject({ fact: factPath });
+
 const conditionLeaf = strictObject({
   fact: factPath,
   operator: yup
     .string()
     .required()
-    .test('operator', '${path} must be a known operator, optionally with decorators (e.g. not:in, someFact:in)', (v) => {
-      if (!v) return false;
-      const parts = v.split(':');
-      const op = parts.pop()!;
-      return (OPERATORS as readonly string[]).includes(op) && parts.every((d) => DECORATORS.includes(d));
-    }),
-  value: yup.mixed().test('defined', '${path} is required', (v) => v !== undefined),
-});
+    .test('operator', '${path} must be a known operator, optionally with decorators (e.g. not:in, someFact:in)', (v) => !!v && parseOperator(v) !== undefined),
+  value: yup.lazy((v) => (isFactReference(v) ? factReference : yup.mixed().test('defined', '${path} is required', (x) => x !== undefined))),
+})
+  // A value of the wrong shape would throw on every run (`in: 3`), match substrings (`in: "abc"`)
+  // or never match (`exists: "yes"`), after a validate that passed.
+  .test('value-fits-operator', 'value', function fits(leaf) {
+    if (!leaf || typeof leaf.operator !== 'string' || leaf.value === undefined) return true;
+    const problem = valueProblem(leaf.operator, leaf.value);
+    const path = this.path ? `${this.path}.value` : 'value';
+    return problem ? this.createError({ path, message: () => `${path} ${problem}` }) : true;
+  });
 
 // Conditions nest: {all: [...]}, {any: [...]}, {not: {...}} or a leaf.
 export const conditionSchema: yup.Schema<unknown> = yup.lazy((value: unknown) => {
@@ -113,19 +115,40 @@ const redactionSchema = strictObject({
   strategy: yup.string().required().oneOf(REDACTION_STRATEGIES),
 }).default(undefined);
 
+// allow is what is answered when no rule fires, and every other decision outranks it: a rule that
+// decided allow would override nothing, only add its reason when nothing else fired.
+const RULE_DECISIONS: readonly string[] = DECISIONS.filter((d) => d !== 'allow');
+
+/** A `then` field that only one decision uses: on a rule that decides another it would do nothing. */
+const onlyFor = (decision: Decision) => ({
+  name: 'only-for-decision',
+  skipAbsent: true,
+  test(this: yup.TestContext, v: unknown) {
+    const decided = (this.parent as { decision?: string } | undefined)?.decision;
+    if (decided === decision || !RULE_DECISIONS.includes(decided!)) return true;
+    return this.createError({ message: `\${path} is only for decision ${decision}; this rule decides ${decided}` });
+  },
+});
+
 const ruleSchema = strictObject({
   name: yup.string().required().matches(ID, '${path} must be lowercase letters, digits, - and _'),
   description: yup.string().max(500),
   when: conditionSchema,
   then: strictObject({
-    decision: yup.string().required().oneOf(DECISIONS),
+    decision: yup
+      .string()
+      .required()
+      .oneOf(DECISIONS)
+      .test('not-allow', '${path} cannot be allow: every other decision outranks it, so it would override nothing; a rule decides allow_redacted, step_up_required, throttle or deny', (v) => v !== 'allow'),
     reason: reasonCode.required(),
-    challenge: yup.string().oneOf(CHALLENGE_TYPES),
-    redaction: redactionSchema.when('decision', {
-      is: 'allow_redacted',
-      then: (s) => s.required('${path} is required when decision is allow_redacted'),
-    }),
-    retryAfterSeconds: yup.number().integer().min(1).max(86_400),
+    challenge: yup.string().oneOf(CHALLENGE_TYPES).test(onlyFor('step_up_required')),
+    redaction: redactionSchema
+      .when('decision', {
+        is: 'allow_redacted',
+        then: (s) => s.required('${path} is required when decision is allow_redacted'),
+      })
+      .test(onlyFor('allow_redacted')),
+    retryAfterSeconds: yup.number().integer().min(1).max(86_400).test(onlyFor('throttle')),
   }).required(),
 });
 

@@ -21,8 +21,10 @@ export function assessRisk(signals: readonly CompiledSignal[], facts: object, th
   for (const s of signals) {
     if (s.weight === 0) continue;
     const value = s.measure(facts);
-    if (value === 0) continue;
     const contribution = value * s.weight;
+    // Only a value above 0 contributes. One that is not a number in 0..1 is a signal's fault, and must
+    // never make the score NaN: an event that cannot be stored, a 503 a fail-open caller reads as allow.
+    if (!(value > 0 && value <= 1) || !Number.isFinite(contribution)) continue;
     sum += contribution;
     const fires = value >= s.reasonAt;
     if (fires && !reasons.includes(s.reason)) reasons.push(s.reason);

@@ -1,3 +1,4 @@
+import { ownProperty } from '../policy/direct.js';
 import type { SignalSpec } from '../policy/schema.js';
 
 /** A signal as it runs: reads one fact and maps it to 0..1. Built once per configuration. */
@@ -16,10 +17,7 @@ export function pathGetter(dotted: string): (root: object) => unknown {
   const parts = dotted.split('.');
   return (root) => {
     let value: unknown = root;
-    for (const p of parts) {
-      if (value === null || value === undefined) return undefined;
-      value = (value as Record<string, unknown>)[p];
-    }
+    for (const p of parts) value = ownProperty(value, p);
     return value;
   };
 }
@@ -40,8 +38,10 @@ function transformOf(spec: SignalSpec): (v: unknown) => number | undefined {
     case 'nonEmpty':
       return (v) => (Array.isArray(v) ? (v.length > 0 ? 1 : 0) : undefined);
     case 'map': {
-      const values = (spec.values ?? {}) as Record<string, number>;
-      return (v) => (typeof v === 'string' ? (values[v] ?? 0) : undefined);
+      // A Map, not the object: the caller's string is a key, and "constructor" or "__proto__" must
+      // not read what every object inherits.
+      const values = new Map(Object.entries((spec.values ?? {}) as Record<string, number>));
+      return (v) => (typeof v === 'string' ? (values.get(v) ?? 0) : undefined);
     }
     case 'between':
       // from > to wraps around, as late-night hours 22..5 do.

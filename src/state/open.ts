@@ -1,9 +1,10 @@
 import { MemoryChallengeStore, type ChallengeStore } from './challenges.js';
-import { MemoryVelocityCounter, type VelocityCounter } from './counters.js';
+import { MemoryVelocityCounter, type QuotaCounter, type VelocityCounter } from './counters.js';
 import { connectRedis, RedisChallengeStore, RedisVelocityCounter } from './redis.js';
 
 export interface State {
-  counters: VelocityCounter;
+  /** Policies' velocity counts and the keys' API quotas. */
+  counters: VelocityCounter & QuotaCounter;
   challenges: ChallengeStore;
   close(): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { ChallengeChanges, ChallengeStore, StoredChallenge } from './challenges.js';
-import { slidingCount, type VelocityCounter } from './counters.js';
+import { msUntilBelow, slidingCount, type QuotaCounter, type VelocityCounter } from './counters.js';
 import { stateUnavailable } from '../api/errors.js';
 
 // Shared state for several TPS instances (REDIS_URL). Every key sits under one prefix (TPS_REDIS_PREFIX)
@@ -39,19 +39,41 @@ export async function deleteKeysUnder(url: string, prefix: string): Promise<void
   }
 }
 
-export class RedisVelocityCounter implements VelocityCounter {
+// QuotaCounter.take in one step, so that concurrent callers (of every instance) cannot all take the
+// last of the room: counts only under the limit, with slidingCount's arithmetic (the same IEEE
+// doubles as in JS), and answers whether it counted and both buckets' counts.
+// KEYS: the current bucket, the previous one; ARGV: limit, ms into the bucket, window ms.
+const TAKE = `
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
+local window = tonumber(ARGV[3])
+if current + math.floor(previous * (1 - tonumber(ARGV[2]) / window)) >= tonumber(ARGV[1]) then return {0, current, previous} end
+current = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], window * 2)
+return {1, current, previous}`;
+
+export class RedisVelocityCounter implements VelocityCounter, QuotaCounter {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
   ) {}
 
+  private bucketKey = (key: string, bucket: number) => `${this.prefix}v:${key}:${bucket}`;
+
   async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
     const windowMs = windowSeconds * 1000;
     const bucket = Math.floor(nowMs / windowMs);
-    const cur = `${this.prefix}v:${key}:${bucket}`;
-    const prev = `${this.prefix}v:${key}:${bucket - 1}`;
+    const cur = this.bucketKey(key, bucket);
+    const prev = this.bucketKey(key, bucket - 1);
     const res = await answered(this.redis.multi().incr(cur).pexpire(cur, windowMs * 2).get(prev).exec());
     return slidingCount(Number(res[0]![1]), Number(res[2]![1] ?? 0), windowMs, nowMs);
+  }
+
+  async take(key: string, windowSeconds: number, limit: number, nowMs: number): Promise<number> {
+    const windowMs = windowSeconds * 1000;
+    const bucket = Math.floor(nowMs / windowMs);
+    const [counted, current, previous] = (await this.redis.eval(TAKE, 2, this.bucketKey(key, bucket), this.bucketKey(key, bucket - 1), limit, nowMs % windowMs, windowMs).catch(unavailable)) as [number, number, number];
+    return counted ? 0 : msUntilBelow(limit, current, previous, windowMs, nowMs);
   }
 
   async close(): Promise<void> {}

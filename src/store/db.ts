@@ -90,7 +90,8 @@ async function checkSqliteVersion(knex: Knex): Promise<void> {
   }
 }
 
-function sqlitePath(url: string | undefined): string {
+/** The SQLite file a DATABASE_URL that is not PostgreSQL's names (`sqlite:PATH`, `sqlite:///PATH` or a bare path). */
+export function sqlitePath(url: string | undefined): string {
   if (!url) return DEFAULT_SQLITE_PATH;
   return url.startsWith('sqlite:') ? url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '') : url;
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { EventFilters } from '../api/types.js';
 import type { StoredEvent } from './eventStore.js';
+import type { FacetIdsIn } from './facets.js';
 import { withReason } from './reasonIndex.js';
 
 /**
@@ -29,13 +30,14 @@ const EQUALITY = Object.keys(COLUMNS) as (keyof typeof COLUMNS)[];
 
 /**
  * The environment's events matching the filter, as a query over `events as e`. `facets`: the ids
- * matching the filter's facet columns (facets.ts), tested in their place.
+ * matching the filter's facet columns, or a subquery of them (facets.ts, facetIdsIn), tested in
+ * their place.
  *
  * Facet and reason filters without an identifier never come here (eventStore reads them by facet),
  * nor does SQLite's ordered read of an identifier (eventStore reads it by chunk, idChunks.ts).
  * PostgreSQL's planner chooses the identifier's index by its statistics.
  */
-export function filteredEvents(knex: Knex, environment: string, f: EventFilter, facets?: readonly number[]): Knex.QueryBuilder {
+export function filteredEvents(knex: Knex, environment: string, f: EventFilter, facets?: FacetIdsIn): Knex.QueryBuilder {
   const q = knex.select('e.*').from('events as e');
   q.where('e.environment', environment);
   for (const key of IDENTIFIERS) if (f[key] !== undefined) q.where(`e.${COLUMNS[key]}`, f[key]);

@@ -5,7 +5,7 @@ import type { Database } from './db.js';
 import { fromRow, type EventRow } from './eventRows.js';
 import { postgresEventWriter, sqliteEventWriter, type EventWriter } from './eventWriteTx.js';
 import { EventWrites, type PreparedEvent } from './eventWrites.js';
-import { hasFacetFilter, matchingFacets } from './facets.js';
+import { facetIdsIn, hasFacetFilter, matchingFacets, type FacetIdsIn } from './facets.js';
 import { chunkOf, chunkStart, idChunkSeqsSql } from './idChunks.js';
 import { hasReason, reasonKey } from './reasonIndex.js';
 import { seqBounds } from './timeMarks.js';
@@ -41,6 +41,11 @@ export interface InsertNewResult {
    * batch's own record where an earlier record of the batch stored the key.
    */
   existing: Map<string, StoredEvent | EventRecord>;
+  /**
+   * Under each key whose stored event could not be read back (a row this version cannot decode):
+   * why. The batch is committed by then, so this fails only that key's records.
+   */
+  unreadable: Map<string, unknown>;
 }
 
 export interface PageOptions {
@@ -146,7 +151,7 @@ export class KnexEventStore implements EventStore {
     }
     if (low !== undefined && high !== undefined && low > high) return [];
     if (facets && filter.actorId === undefined && filter.resourceId === undefined) return this.readRanges(environment, filter, facets, low, high, o.order, o.limit);
-    const onlyFacets = hasFacetFilter(filter) ? facets : undefined;
+    const onlyFacets = facets && hasFacetFilter(filter) ? facetIdsIn(this.reader, environment, filter, facets) : undefined;
     const read = (from: number | undefined, to: number | undefined, limit: number, ordered: boolean) => this.read(environment, filter, onlyFacets, from, to, o.order, limit, ordered);
     if (!this.postgres) {
       const byId = filter.actorId !== undefined || filter.resourceId !== undefined;
@@ -168,7 +173,7 @@ export class KnexEventStore implements EventStore {
     return near.concat(await read(edge + 1, high, o.limit - near.length, false));
   }
 
-  private async read(environment: string, filter: EventFilter, facets: number[] | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
+  private async read(environment: string, filter: EventFilter, facets: FacetIdsIn | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
     const q = filteredEvents(this.reader, environment, filter, facets);
     if (low !== undefined) q.where('e.seq', '>=', low);
     if (high !== undefined && high !== Infinity) q.where('e.seq', '<=', high);
@@ -237,7 +242,7 @@ export class KnexEventStore implements EventStore {
    * walk goes on past them. A frequent identifier fills its page from the first chunks; a rare one
    * costs an index probe per chunk of the range.
    */
-  private async readChunks(environment: string, f: EventFilter, facets: number[] | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+  private async readChunks(environment: string, f: EventFilter, facets: FacetIdsIn | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
     const [column, id] = f.actorId !== undefined ? (['actor_id', f.actorId] as const) : (['resource_id', f.resourceId!] as const);
     const sql = idChunkSeqsSql(column, order);
     let lo = low ?? 0;

@@ -343,7 +343,10 @@ const pgInsertFunction = (lock: string) => `CREATE OR REPLACE FUNCTION ${PG_INSE
 
 // The stored rows under the keys (a JSON array of [environment, telemetryId]), each as to_jsonb's
 // text, which names no table type the function would then depend on (a migration could not drop it).
-const TAKEN_ROWS = 'SELECT to_jsonb(ev)::text FROM events AS ev WHERE (environment, telemetry_id) IN (SELECT k->>0, k->>1 FROM jsonb_array_elements($1) AS k)';
+// The explanation goes as plain hex, encoded here: to_jsonb renders bytea as bytea_output says, a
+// setting of the database, role or session that may be 'escape'.
+const TAKEN_ROWS = `SELECT (to_jsonb(ev) || jsonb_build_object('explanation_z', encode(ev.explanation_z, 'hex')))::text
+  FROM events AS ev WHERE (environment, telemetry_id) IN (SELECT k->>0, k->>1 FROM jsonb_array_elements($1) AS k)`;
 const batchKey = (row: string) => `${row}->>${ENVIRONMENT}, ${row}->>${TELEMETRY_ID}`;
 
 /**
@@ -364,14 +367,14 @@ const pgInsertNewFunction = (lock: string) => `CREATE OR REPLACE FUNCTION ${PG_I
         WHERE (${batchKey('b.value')}) NOT IN (SELECT environment, telemetry_id FROM e)`,
     )('batch_json')};
     IF jsonb_array_length(taken) > 0 THEN
-      RETURN QUERY EXECUTE '${TAKEN_ROWS}' USING taken;
+      RETURN QUERY EXECUTE $taken$${TAKEN_ROWS}$taken$ USING taken;
     END IF;
   END $tps$`;
 
-/** An events row as to_jsonb's text gives it: bytea as \x and hex. */
+/** An events row as TAKEN_ROWS gives it: the explanation as hex. */
 function fromJsonRow(text: string): EventRow {
   const row = JSON.parse(text) as Omit<EventRow, 'explanation_z'> & { explanation_z: string | null };
-  return { ...row, explanation_z: row.explanation_z === null ? null : Buffer.from(row.explanation_z.slice(2), 'hex') };
+  return { ...row, explanation_z: row.explanation_z === null ? null : Buffer.from(row.explanation_z, 'hex') };
 }
 
 /** Statements inside a knex transaction. */

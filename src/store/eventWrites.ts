@@ -65,11 +65,22 @@ export class EventWrites {
     const first = new Map<string, number>();
     for (const [i, key] of keys.entries()) if (!first.has(key)) first.set(key, i);
     const rows = await this.rows([...first.values()].map((i) => prepareEvent(events[i]!)));
-    const existing = new Map<string, StoredEvent | EventRecord>((await this.writer.insertNew(rows)).map((row) => [keyOf(row.environment, row.telemetry_id), fromRow(row)]));
-    const inserted = keys.map((key, i) => first.get(key) === i && !existing.has(key));
+    const existing = new Map<string, StoredEvent | EventRecord>();
+    const unreadable = new Map<string, unknown>();
+    // Decoded one by one once committed: a row that cannot be read fails its own key, not the batch.
+    for (const row of await this.writer.insertNew(rows)) {
+      const key = keyOf(row.environment, row.telemetry_id);
+      try {
+        existing.set(key, fromRow(row));
+      } catch (err) {
+        unreadable.set(key, err);
+      }
+    }
+    const taken = (key: string) => existing.has(key) || unreadable.has(key);
+    const inserted = keys.map((key, i) => first.get(key) === i && !taken(key));
     // A repeat within the batch meets the record that its key's first stored.
-    for (const [i, key] of keys.entries()) if (!inserted[i] && !existing.has(key)) existing.set(key, events[first.get(key)!]!);
-    return { inserted, existing };
+    for (const [i, key] of keys.entries()) if (!inserted[i] && !taken(key)) existing.set(key, events[first.get(key)!]!);
+    return { inserted, existing, unreadable };
   }
 
   /**

@@ -20,11 +20,32 @@ export const facetOf = (e: EventRecord): Facet => [e.environment, e.operationKey
 
 export const hasFacetFilter = (f: EventFilter): boolean => FACET_FILTERS.some((key) => f[key] !== undefined);
 
-/** The environment's facet ids that the filter's facet columns allow. */
-export async function matchingFacets(knex: Knex, environment: string, f: EventFilter): Promise<number[]> {
+/** The query of the environment's facet ids that the filter's facet columns allow. */
+function facetIdsQuery(knex: Knex, environment: string, f: EventFilter): Knex.QueryBuilder {
   const q = knex('event_facets').select('id').where('environment', environment);
   for (const key of FACET_FILTERS) if (f[key] !== undefined) q.where(COLUMNS[key], f[key]);
-  return (await q).map((r: { id: number | string }) => Number(r.id));
+  return q;
+}
+
+/** The environment's facet ids that the filter's facet columns allow. */
+export async function matchingFacets(knex: Knex, environment: string, f: EventFilter): Promise<number[]> {
+  return (await facetIdsQuery(knex, environment, f)).map((r: { id: number | string }) => Number(r.id));
+}
+
+// Facet ids bound one by one in a query at most. Ingest takes any operationKey and resourceType, so
+// an environment may hold more combinations than a statement takes parameters (SQLite 32,766,
+// PostgreSQL 65,535).
+const MAX_BOUND_FACETS = 1000;
+
+/** Facet ids as the operand of an IN: the ids, or a query of them. */
+export type FacetIdsIn = number[] | Knex.QueryBuilder;
+
+/**
+ * The facet ids (matchingFacets) as the operand of an IN: the ids themselves, as ever, or, past
+ * MAX_BOUND_FACETS, the same lookup as a subquery.
+ */
+export function facetIdsIn(knex: Knex, environment: string, f: EventFilter, ids: number[]): FacetIdsIn {
+  return ids.length <= MAX_BOUND_FACETS ? ids : facetIdsQuery(knex, environment, f);
 }
 
 /**

@@ -47,6 +47,17 @@ const toRecord = (r: Row): KeyRecord => ({
   revokedAt: r.revoked_at === null ? null : Number(r.revoked_at),
 });
 
+const toRow = (k: KeyRecord): Row => ({
+  id: k.id,
+  environment: k.environment,
+  kind: k.kind,
+  hash: k.hash,
+  hint: k.hint,
+  label: k.label,
+  created_at: k.createdAt,
+  revoked_at: k.revokedAt,
+});
+
 export class KnexKeyStore implements KeyStore {
   /** `reader` serves findByHash, so a key lookup never queues behind a commit on SQLite's writer (Database.reader). */
   constructor(
@@ -59,23 +70,16 @@ export class KnexKeyStore implements KeyStore {
   }
 
   async insert(record: KeyRecord): Promise<void> {
-    await this.knex('api_keys').insert({
-      id: record.id,
-      environment: record.environment,
-      kind: record.kind,
-      hash: record.hash,
-      hint: record.hint,
-      label: record.label,
-      created_at: record.createdAt,
-      revoked_at: record.revokedAt,
-    });
+    await this.knex('api_keys').insert(toRow(record));
   }
 
   async upsertByHash(record: KeyRecord): Promise<KeyRecord> {
     const existing = await this.findByHash(record.hash);
     if (existing) return existing;
-    await this.insert(record);
-    return record;
+    // Another process may pin the same key between the look-up and the insert (several starting at
+    // once): the unique hash lets one row in, and each reads the row that won.
+    await this.knex('api_keys').insert(toRow(record)).onConflict('hash').ignore();
+    return toRecord((await this.knex<Row>('api_keys').where({ hash: record.hash }).first())!);
   }
 
   async findByHash(hash: string): Promise<KeyRecord | undefined> {

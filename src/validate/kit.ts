@@ -1,6 +1,7 @@
 import * as yup from 'yup';
 import type { ErrorDetail } from '../api/types.js';
 import { compileFastAccept } from './fastAccept.js';
+import { CONTROL_OR_LONE_SURROGATE, MAX_ID_LENGTH, NUL_OR_LONE_SURROGATE } from './characters.js';
 
 // Plain messages, so an error reads "session.continuityStrength must be at most 1" wherever it shows.
 yup.setLocale({
@@ -27,19 +28,14 @@ yup.setLocale({
 
 export { yup };
 
-// Strings reach the store's text columns and the group commit's single jsonb parameter on
-// PostgreSQL, which refuses NUL and unpaired surrogates and with them the whole batch: such a
-// string is the caller's 400 here, never a failed commit. Identifiers refuse every control
-// character (C0, DEL, C1) too; free text only what the store cannot hold.
-const CONTROL_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u;
-const NUL_OR_LONE_SURROGATE = /[\u0000\p{Cs}]/u;
+// A string the store cannot hold (characters.ts) is the caller's 400 here, never a failed commit.
 const SAFE_ID_MESSAGE = 'must not contain control characters or unpaired surrogates';
 const SAFE_TEXT_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
 const safeId = { name: 'safe-id', message: `\${path} ${SAFE_ID_MESSAGE}`, skipAbsent: true, test: (v: string | undefined) => v === undefined || !CONTROL_OR_LONE_SURROGATE.test(v) };
 const safeText = { name: 'safe-text', message: `\${path} ${SAFE_TEXT_MESSAGE}`, skipAbsent: true, test: (v: string | undefined) => v === undefined || !NUL_OR_LONE_SURROGATE.test(v) };
 
 /** An identifier: 1 to `max` characters, no control characters, well-formed UTF-16. */
-export const id = (max = 256) => yup.string().min(1).max(max).test(safeId);
+export const id = (max = MAX_ID_LENGTH) => yup.string().min(1).max(max).test(safeId);
 /** Free text: at most `max` characters, no NUL, well-formed UTF-16. */
 export const text = (max: number) => yup.string().max(max).test(safeText);
 /** A number JSON can carry: 1e400 parses to Infinity, which yup's number() accepts. */

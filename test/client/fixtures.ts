@@ -67,6 +67,27 @@ export async function listen(handler: RequestListener): Promise<Running> {
   };
 }
 
+/**
+ * A node:http server that hands each request to `handle` as a fetch Request, the way a Worker,
+ * Deno, Bun or a Next route handler receives it, and writes back its Response (500 if it rejects).
+ */
+export async function serveFetch(handle: (request: Request) => Promise<Response>): Promise<Running> {
+  return listen(async (req, res) => {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.concat(chunks);
+    try {
+      const response = await handle(new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body }));
+      res.writeHead(response.status, Object.fromEntries(response.headers)).end(Buffer.from(await response.arrayBuffer()));
+    } catch (err) {
+      // What a platform does with a handler that rejects: a bare 500.
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err));
+    }
+  });
+}
+
 /** A base URL where nothing listens: a TPS that was started, then stopped. */
 export async function stoppedServerUrl(start: () => Promise<{ url: string; close(): Promise<void> }>): Promise<string> {
   const tps = await start();

@@ -27,6 +27,9 @@ function expressApp(client: TpsClient) {
   api.get('/customers/:id', tpsExpress({ ...base, operationKey: 'customer.read_pii' }), (req, res) => {
     res.send({ customer: { id: req.params.id, name: 'Ada', email: 'ada@example.com' } });
   });
+  api.get('/jsonp/customers/:id', tpsExpress({ ...base, operationKey: 'customer.read_pii' }), (req, res) => {
+    res.jsonp({ customer: { id: req.params.id, name: 'Ada', email: 'ada@example.com' } });
+  });
   api.post('/payments', tpsExpress({
     ...base,
     operationKey: 'payment_transaction.create',
@@ -79,6 +82,17 @@ test('allow_redacted: res.send(object) is redacted; deny is 403 without the data
   t.is(denied.status, 403);
   t.truthy(denied.body.telemetryId);
   t.is(denied.body.customer, undefined);
+});
+
+test('allow_redacted: res.jsonp is redacted too, with and without a callback', async (t) => {
+  for (const query of ['', '?callback=show']) {
+    const res = await fetch(`${app.url}/jsonp/customers/${uid('c')}${query}`, { headers: { 'x-test-user': uid('user'), 'x-test-role': 'support' } });
+    t.is(res.status, 200);
+    const text = await res.text();
+    t.true(text.includes('"email":"***"'), text);
+    t.false(text.includes('ada@example.com'), text);
+    if (query) t.regex(text, /show\(/);
+  }
 });
 
 test('throttle is 429 with retry-after', async (t) => {

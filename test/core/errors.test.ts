@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import anyTest, { type TestFn } from 'ava';
 import { post, REPO_ROOT, startTps, type RunningTps } from '../helpers/tps.js';
@@ -126,4 +127,50 @@ test('every response carries x-request-id, and a sane incoming one is echoed', a
   t.is(res.headers.get('x-request-id'), 'req-abc.123');
   const health = await fetch(url(t, '/healthz'));
   t.truthy(health.headers.get('x-request-id'));
+});
+
+/** Sends `request` as raw bytes and reads the answer until the server closes the connection. */
+async function rawAnswer(t: { context: { tps: RunningTps } }, request: string) {
+  const socket = net.connect(Number(new URL(t.context.tps.url).port), '127.0.0.1');
+  socket.on('error', () => undefined); // a reset after the answer: what arrived is what counts
+  socket.write(request);
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve) => {
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('close', () => resolve());
+  });
+  const text = Buffer.concat(chunks).toString('latin1');
+  const split = text.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = text.slice(0, split).split('\r\n');
+  const headers = new Headers(lines.map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()] as [string, string]));
+  const bodyText = text.slice(split + 4);
+  let body: unknown;
+  try {
+    body = JSON.parse(bodyText);
+  } catch {
+    body = bodyText;
+  }
+  return { status: Number(statusLine!.split(' ')[1]), headers, body, bodyText };
+}
+
+test("what Node's HTTP parser refuses is answered in CONTRACT's JSON with an x-request-id, never echoing the request", async (t) => {
+  const filler = 'q'.repeat(20_000);
+  const cases: [string, string, number][] = [
+    ['a 20 KB query string', `GET /api/events?operationKey=${filler} HTTP/1.1\r\nHost: localhost\r\n\r\n`, 431],
+    ['a 20 KB header', `POST /api/evaluate HTTP/1.1\r\nHost: localhost\r\nx-filler: ${filler}\r\ncontent-length: 2\r\n\r\n{}`, 431],
+    ['a malformed request line', 'NOT AN HTTP REQUEST LINE\r\n\r\n', 400],
+    ['a malformed content-length', `POST /api/evaluate HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: 12abc\r\n\r\n{}`, 400],
+  ];
+  for (const [what, request, status] of cases) {
+    const res = await rawAnswer(t, request);
+    t.is(res.status, status, what);
+    t.is(res.headers.get('content-type'), 'application/json; charset=utf-8', what);
+    t.is(res.headers.get('connection'), 'close', what);
+    t.is(Number(res.headers.get('content-length')), Buffer.byteLength(res.bodyText), what);
+    t.regex(res.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, what);
+    t.is((res.body as any)?.error?.code, 'invalid_request', what);
+    t.is(typeof (res.body as any).error.message, 'string', what);
+    t.false(/qqqq|NOT AN|12abc/.test(res.bodyText), `${what}: nothing of the request is echoed`);
+  }
+  t.is((await fetch(url(t, '/healthz'))).status, 200, 'the server goes on serving');
 });

@@ -4,7 +4,7 @@ import { KnexEventStore } from '../../src/store/eventStore.js';
 import { generateKey } from '../../src/auth/keys.js';
 import { readSettings } from '../../src/config/env.js';
 import { runningServer } from '../helpers/script.js';
-import { awayFromBucketEdge, awayFromVelocityEdge, capturedLogs, freshDatabase, post, REPO_ROOT, startTps, type StoreKind } from '../helpers/tps.js';
+import { awayFromBucketEdge, awayFromVelocityEdge, capturedLogs, freshDatabase, get, post, REDIS_TEST_URL, REPO_ROOT, startTps, unique, type StoreKind } from '../helpers/tps.js';
 import { samples } from './evaluate-suite.js';
 
 for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
@@ -28,6 +28,85 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
   });
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
+  test(`[${store}] 503 store_unavailable with retry-after when the store cannot be read: Decision Logs, one event, its policy version, and the key lookup of every keyed call`, async (t) => {
+    const keyCacheMs = 300;
+    const tps = await startTps({ store, env: { TPS_KEY_CACHE_MS: String(keyCacheMs) } });
+    try {
+      const knex = tps.tps.db.knex;
+      const evaluate = () => post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+      const evaluated = await evaluate();
+      t.is(evaluated.status, 200);
+      const oneEvent = `${tps.url}/api/events/${evaluated.body.telemetryId}`;
+      const unavailable = (res: { status: number; headers: Headers; body: any }, what: string) => {
+        t.is(res.status, 503, what);
+        t.is(res.body?.error?.code, 'store_unavailable', what);
+        t.is(res.headers.get('retry-after'), '1', what);
+        t.truthy(res.headers.get('x-request-id'), what);
+        t.false(/events|api_keys|policy_versions/.test(JSON.stringify(res.body)), `${what}: no SQL detail leaks`);
+      };
+      // Away for real, as an outage takes it: the driver's own error reaches the routes.
+      const away = async (table: string, during: () => Promise<void>) => {
+        await knex.schema.renameTable(table, `${table}_away`);
+        try {
+          await during();
+        } finally {
+          await knex.schema.renameTable(`${table}_away`, table);
+        }
+      };
+      await away('events', async () => {
+        unavailable(await get(`${tps.url}/api/events`, tps.secretKey), 'GET /api/events');
+        unavailable(await get(oneEvent, tps.secretKey), 'GET /api/events/{telemetryId}');
+      });
+      await away('policy_versions', async () => unavailable(await get(oneEvent, tps.secretKey), "GET /api/events/{telemetryId}, the event's policy version"));
+      // Once the key's cached lookup is older than TPS_KEY_CACHE_MS, every keyed call reads the store.
+      await away('api_keys', async () => {
+        await sleep(keyCacheMs + 100);
+        unavailable(await evaluate(), 'POST /api/evaluate, the key lookup');
+      });
+      t.is((await get(oneEvent, tps.secretKey)).status, 200);
+      t.is((await get(`${tps.url}/api/events`, tps.secretKey)).status, 200);
+      t.is((await evaluate()).status, 200);
+    } finally {
+      await tps.close();
+    }
+  });
+}
+
+for (const redis of [false, true]) {
+  test(`[${redis ? 'redis' : 'memory'}] a client that waits out a 429's retry-after is let through, however often the key was refused meanwhile`, async (t) => {
+    const redisPrefix = `tps-test:quota:${unique()}:`;
+    const tps = await startTps({ redis, redisPrefix, env: { TPS_KEY_RATE_LIMIT_PER_MINUTE: '3' } });
+    try {
+      const evaluate = () => post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
+      // The three must fall in one minute's bucket, or the sliding estimate may let a fourth through.
+      await awayFromBucketEdge(60, 5_000);
+      for (let i = 0; i < 3; i++) t.is((await evaluate()).status, 200);
+      const refused = await evaluate();
+      t.is(refused.status, 429);
+      t.is(refused.body.error.code, 'rate_limited');
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      t.true(retryAfter >= 1 && retryAfter <= 61, String(retryAfter));
+      // Another caller of the key that does not wait: refused, and not counted against the one that does.
+      for (let i = 0; i < 5; i++) t.is((await evaluate()).status, 429);
+      t.timeout(retryAfter * 1000 + 30_000); // retry-after can be the rest of the minute
+      await sleep(retryAfter * 1000);
+      const next = await evaluate();
+      t.is(next.status, 200, JSON.stringify(next.body));
+    } finally {
+      await tps.close();
+    }
+    if (redis) {
+      const { Redis } = await import('ioredis');
+      const client = new Redis(REDIS_TEST_URL);
+      t.deepEqual(await client.keys(`${redisPrefix}*`), []);
+      client.disconnect();
+    }
+  });
+}
+
 test('429 rate_limited with retry-after once the key quota is spent', async (t) => {
   const tps = await startTps({ env: { TPS_KEY_RATE_LIMIT_PER_MINUTE: '5' } });
   try {
@@ -44,7 +123,7 @@ test('429 rate_limited with retry-after once the key quota is spent', async (t) 
     t.is(statuses[5], 429);
     t.is(last!.body.error.code, 'rate_limited');
     const retryAfter = Number(last!.headers.get('retry-after'));
-    t.true(retryAfter >= 1 && retryAfter <= 60);
+    t.true(retryAfter >= 1 && retryAfter <= 61);
   } finally {
     await tps.close();
   }

@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import knexFactory from 'knex';
 import { readSettings } from '../../src/config/env.js';
 import { runCli } from '../helpers/cli.js';
-import { freshDatabase, get, REPO_ROOT, startTps } from '../helpers/tps.js';
+import { freshDatabase, get, PG_BASE_URL, REPO_ROOT, startTps } from '../helpers/tps.js';
 
 // The failure paths of `tps keys`, `tps events` and `tps seed`: a clear line on stderr and the
 // documented exit code, never a stack trace, never anything on stdout that a pipe would keep.
@@ -42,6 +44,36 @@ test.serial('an unreachable store: keys and events export exit 1 with one clear 
     t.is(r.stdout, '', `${args.join(' ')} wrote to stdout: ${r.stdout}`);
     t.regex(r.stderr, /^tps: connect ECONNREFUSED 127\.0\.0\.1:1$/m);
     t.notRegex(r.stderr, STACK_LINE, `${args.join(' ')} printed a stack trace`);
+  }
+});
+
+// `events export` only reads: pointed at a database that holds no store, it neither creates one
+// (a misspelt SQLite path, its folder) nor migrates one (a PostgreSQL schema), and says so.
+test.serial('tps events export with no store at DATABASE_URL exits 1 with one clear line, and creates or migrates nothing', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-nostore-'));
+  const pg = freshDatabase('postgres');
+  t.teardown(async () => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await pg.drop();
+  });
+  const typo = path.join(dir, 'dta', 'tps.sqlite');
+  const schema = new URL(pg.url).searchParams.get('schema')!;
+  for (const [url, where] of [
+    [`sqlite:${typo}`, `sqlite:${typo} (no such file)`],
+    // Named without its user or password.
+    [pg.url, `postgres://${new URL(PG_BASE_URL).host}${new URL(PG_BASE_URL).pathname}?schema=${schema}`],
+  ] as const) {
+    const r = await runCli(['events', 'export'], { DATABASE_URL: url, TPS_ENVIRONMENT: 'test', LOG_LEVEL: 'silent' });
+    t.is(r.code, 1, url);
+    t.is(r.stdout, '', url);
+    t.is(r.stderr, `tps: no TPS event store at ${where}: it has no events table; is DATABASE_URL right?\n`);
+  }
+  t.deepEqual(fs.readdirSync(dir), [], 'the misspelt path was created');
+  const admin = knexFactory({ client: 'pg', connection: PG_BASE_URL, pool: { min: 0, max: 1 } });
+  try {
+    t.deepEqual(await admin('information_schema.schemata').where('schema_name', schema), [], 'the schema was migrated');
+  } finally {
+    await admin.destroy();
   }
 });
 

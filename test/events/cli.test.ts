@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import test from 'ava';
@@ -123,6 +124,89 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
     }
   });
 }
+
+/**
+ * A TCP proxy in front of `target` that a test can cut (every connection closed, new ones refused)
+ * and restore, as a network would drop a stream. `opened(n)` settles once n streams have started
+ * through it (their opening block has passed).
+ */
+async function cuttableProxy(target: string) {
+  const sockets = new Set<net.Socket>();
+  let down = false;
+  let opened = 0;
+  let wake = () => {};
+  const server = net.createServer((client) => {
+    if (down) return void client.destroy();
+    const upstream = net.connect(Number(new URL(target).port), '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined).on('close', () => sockets.delete(s));
+    }
+    let head = '';
+    const opening = (d: Buffer) => {
+      head += d;
+      if (!head.includes(': connected')) return;
+      upstream.off('data', opening);
+      opened++;
+      wake();
+    };
+    upstream.on('data', opening);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    opened: (n: number) =>
+      new Promise<void>((resolve) => {
+        wake = () => void (opened >= n && resolve());
+        wake();
+      }),
+    cut() {
+      down = true;
+      for (const s of sockets) s.destroy();
+    },
+    restore: () => void (down = false),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+// A rare filter: the stream drops before anything matched. Without the opening block's id the
+// tail would reconnect from the new head and never show what was committed meanwhile.
+test('tps events tail dropped before its first matching event resumes from where its stream started: nothing committed in the gap is lost', async (t) => {
+  const server = await startTps({ store: 'sqlite' });
+  const proxy = await cuttableProxy(server.url);
+  const child = tps(['events', 'tail', '--url', proxy.url, '--json', '--decision', 'deny'], { TPS_SECRET_KEY: server.secretKey });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const ingest = async (decision: 'allow' | 'deny') => {
+    const record = ingestRecord({ decision });
+    t.is((await post(`${server.url}/api/events/ingest`, record, server.secretKey)).status, 201);
+    return record.telemetryId;
+  };
+  try {
+    await proxy.opened(1);
+    await ingest('allow');
+    proxy.cut();
+    const inGap = await ingest('deny');
+    proxy.restore();
+    // The tail is back on a stream of its own: what is committed now, it would show anyway.
+    await proxy.opened(2);
+    const after = await ingest('deny');
+    for (const start = Date.now(); !stdout.includes(after); await new Promise((r) => setTimeout(r, 20))) {
+      if (Date.now() - start > 20_000) throw new Error(`the tail never showed ${after}: ${stdout} ${stderr}`);
+    }
+    const shown = stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as DecisionEvent).telemetryId);
+    t.deepEqual(shown, [inGap, after], stderr);
+    t.regex(stderr, /stream interrupted .*; reconnecting/);
+  } finally {
+    child.kill('SIGKILL');
+    proxy.cut();
+    await proxy.close();
+    await server.close();
+  }
+});
 
 test('export streams: it never holds more than one page while a slow consumer lags behind', async (t) => {
   const server = await startTps({ store: 'sqlite' });

@@ -2,7 +2,7 @@ import test from 'ava';
 import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
-import { parseSse } from '../../src/events/sseParser.js';
+import { parseSse, type SseState } from '../../src/events/sseParser.js';
 import { openDatabase, PAGE_SIZE, sqliteTooOld } from '../../src/store/db.js';
 import type { EventFilter } from '../../src/store/eventFilter.js';
 import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js';
@@ -499,8 +499,39 @@ test('the SSE parser reads ids, multi-line data, comments and CRLF split across 
     { kind: 'comment', text: 'hello' },
     { kind: 'message', id: 'a', event: undefined, data: '{"x":1}' },
     { kind: 'message', id: 'b', event: undefined, data: 'line1\nline2' },
-    { kind: 'message', id: undefined, event: undefined, data: 'no id' },
+    // An id persists until the server sends another (the SSE standard).
+    { kind: 'message', id: 'b', event: undefined, data: 'no id' },
   ]);
+});
+
+test('the SSE parser keeps the last event id as EventSource does: across messages, from blocks with no data, across connections', async (t) => {
+  async function* first() {
+    yield 'retry: 2000\nid: p0\n: connected\n\n';
+    yield 'data: a\n\nid: e1\ndata: b\n\n';
+    yield 'id: p2\n: heartbeat\n\n';
+    // The standard ignores an id with a NUL; a block the connection drops in the middle of sets none.
+    yield 'id: x\0y\ndata: c\n\nid: p3\ndata: cut off';
+  }
+  const state: SseState = {};
+  const seen: [string, string | undefined, string | undefined][] = [];
+  for await (const item of parseSse(first(), state)) seen.push([item.kind === 'message' ? item.data : item.text, item.kind === 'message' ? item.id : undefined, state.lastEventId]);
+  t.deepEqual(seen, [
+    ['connected', undefined, undefined],
+    ['a', 'p0', 'p0'],
+    ['b', 'e1', 'e1'],
+    ['heartbeat', undefined, 'e1'],
+    ['c', 'p2', 'p2'],
+  ]);
+  t.is(state.lastEventId, 'p2', 'a block with an id and no data sets it');
+
+  // The next connection starts from it; an empty id clears it.
+  async function* second() {
+    yield 'data: d\n\nid\n\n';
+  }
+  const items = [];
+  for await (const item of parseSse(second(), state)) items.push(item);
+  t.deepEqual(items, [{ kind: 'message', id: 'p2', event: undefined, data: 'd' }]);
+  t.is(state.lastEventId, '');
 });
 
 for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
@@ -517,7 +548,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       t.is(second.existing.get(keyOf(c.environment, c.telemetryId)), c);
       t.deepEqual([...second.existing.keys()].sort(), [keyOf(a.environment, a.telemetryId), keyOf(c.environment, c.telemetryId)].sort());
       // A batch with nothing taken hands back nothing, whatever the one before found.
-      t.deepEqual(await events.insertNew([d]), { inserted: [true], existing: new Map() });
+      t.deepEqual(await events.insertNew([d]), { inserted: [true], existing: new Map(), unreadable: new Map() });
       await t.throwsAsync(events.insertBatch([b]), { message: /unique|duplicate/i });
       const page = await events.page('insert-new', {}, { order: 'asc', limit: 10 });
       t.deepEqual(page.map((x) => [x.telemetryId, x.score]), [a, b, c, d].map((x) => [x.telemetryId, x.score]));

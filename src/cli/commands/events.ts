@@ -4,12 +4,12 @@ import type { DecisionEvent } from '../../api/types.js';
 import { retryAfter } from '../../client/transport.js';
 import { readSettings } from '../../config/env.js';
 import { exportEvents } from '../../events/export.js';
-import { parseSse } from '../../events/sseParser.js';
-import { openDatabase } from '../../store/db.js';
+import { parseSse, type SseState } from '../../events/sseParser.js';
 import type { EventFilter } from '../../store/eventFilter.js';
 import { KnexEventStore } from '../../store/eventStore.js';
 import { validateEventQuery } from '../../validate/eventQuery.js';
 import { envOption, err, out, UsageError, type Command } from '../command.js';
+import { openEventsToRead } from '../readStore.js';
 
 // The Decision Logs filters, spelled as in the HTTP query string.
 const FILTERS = ['operationKey', 'actorId', 'resourceType', 'resourceId', 'decision', 'riskBand', 'source', 'reason', 'from', 'to'] as const;
@@ -38,7 +38,8 @@ const exportCommand: Command = {
     const filter = filterOf(values);
     const settings = readSettings();
     const environment = envOption(values.env) ?? settings.environment;
-    const db = await openDatabase(settings.databaseUrl);
+    // A read: never migrates, never creates a store where DATABASE_URL is misspelt.
+    const db = await openEventsToRead();
     try {
       const count = await exportEvents(new KnexEventStore(db), environment, filter, process.stdout);
       err(`exported ${count} event${count === 1 ? '' : 's'} of environment "${environment}"`);
@@ -75,14 +76,16 @@ const tail: Command = {
     const quit = () => stop.abort();
     process.once('SIGINT', quit);
     process.once('SIGTERM', quit);
-    let lastEventId: string | undefined;
+    // The last id the server sent, kept across connections as EventSource keeps it: an event's, or
+    // the position a stream opens with (or a heartbeat carries) before any event matched.
+    const sse: SseState = {};
     let pauseMs = 1000;
     try {
-      // Follow until interrupted; after a dropped connection, resume exactly after the last event shown.
+      // Follow until interrupted; after a dropped connection, resume exactly after that id.
       while (!stop.signal.aborted) {
         try {
           const res = await fetch(url, {
-            headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+            headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...(sse.lastEventId ? { 'last-event-id': sse.lastEventId } : {}) },
             signal: stop.signal,
           });
           if (!res.ok || !res.body) {
@@ -97,9 +100,8 @@ const tail: Command = {
               if (res.status < 500) return 1;
             }
           } else {
-            for await (const item of parseSse(res.body as unknown as AsyncIterable<Uint8Array>)) {
+            for await (const item of parseSse(res.body as unknown as AsyncIterable<Uint8Array>, sse)) {
               if (item.kind !== 'message') continue;
-              lastEventId = item.id ?? lastEventId;
               out(values.json ? item.data : line(JSON.parse(item.data) as DecisionEvent));
             }
           }

@@ -12,7 +12,7 @@ import type { KnexEventStore } from '../../store/eventStore.js';
 import type { PolicyVersionStore } from '../../store/policyVersionStore.js';
 import { validateEventQuery } from '../../validate/eventQuery.js';
 import { TELEMETRY_ID, TELEMETRY_ID_RULE, validateIngestRecord } from '../../validate/ingestRecord.js';
-import type { Ctx, Middleware, TpsState } from '../middleware.js';
+import { storeReadFailed, type Ctx, type Middleware, type TpsState } from '../middleware.js';
 
 export interface EventRoutesDeps {
   store: KnexEventStore;
@@ -52,7 +52,7 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
   router.get('/api/events', ...guard, async (ctx) => {
     const q = query(ctx, false);
     // One extra row says whether another page exists, so the last page has no cursor.
-    const rows = await deps.store.page(ctx.state.principal.environment, q.filter, { order: 'desc', before: q.cursor, limit: q.limit + 1 });
+    const rows = await deps.store.page(ctx.state.principal.environment, q.filter, { order: 'desc', before: q.cursor, limit: q.limit + 1 }).catch(storeReadFailed);
     const events = rows.slice(0, q.limit);
     ctx.body = { events: events.map(toPublicEvent), nextCursor: rows.length > q.limit ? encodeCursor(events[events.length - 1]!.seq) : null } satisfies EventPage;
   });
@@ -71,12 +71,7 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
     const { keyId, environment } = ctx.state.principal;
     const keyStands = async () => key !== undefined && (await deps.keys.authenticate(key))?.keyId === keyId;
     const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, environment, q.filter, deps.stream, keyStands);
-    let opened: boolean;
-    try {
-      opened = await subscriber.open(resumeAfter);
-    } catch (err) {
-      throw new ApiError('store_unavailable', 'the event store cannot be read; retry the stream', undefined, undefined, err);
-    }
+    const opened = await subscriber.open(resumeAfter).catch(storeReadFailed);
     // Past the newest event, the stream would never send a thing.
     if (!opened) throw badCursor('is past the newest event: not a cursor this service issued');
     // From here the subscriber writes the response for as long as the client stays; Koa lets go of it.
@@ -88,9 +83,9 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
     const telemetryId = ctx.params.telemetryId!;
     // Only ids ingest could have stored reach the store (a NUL would fail PostgreSQL's query).
     if (!TELEMETRY_ID.test(telemetryId)) throw new ApiError('invalid_request', 'the telemetryId is invalid', [{ path: 'telemetryId', message: `telemetryId ${TELEMETRY_ID_RULE}` }]);
-    const event = await deps.store.get(ctx.state.principal.environment, telemetryId);
+    const event = await deps.store.get(ctx.state.principal.environment, telemetryId).catch(storeReadFailed);
     if (!event) throw new ApiError('not_found', 'no event with this telemetryId in this environment');
-    const version = event.policyVersionId ? await deps.policyVersions.get(event.policyVersionId) : undefined;
+    const version = event.policyVersionId ? await deps.policyVersions.get(event.policyVersionId).catch(storeReadFailed) : undefined;
     ctx.body = {
       ...toPublicEvent(event),
       // The exact compiled policy that decided this event, kept for as long as any event refers to it.
