@@ -111,7 +111,9 @@ export function createClient(options: ClientOptions): TpsClient {
       return body;
     } catch (err) {
       if (!(err instanceof TpsError) || !err.unavailable || mode === 'throw') throw err;
-      return syntheticDecision(tx, mode, err);
+      // A spent key quota never fails open: the calls that spent it may be an attacker's, driven
+      // through the app's own routes, who would then be allowed every fail-open operation.
+      return syntheticDecision(tx, err.status === 429 ? 'closed' : mode, err);
     }
   }
 

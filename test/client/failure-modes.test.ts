@@ -178,3 +178,16 @@ test('an answer cut off mid-body counts as unavailable and follows failureMode',
   const client = createClient({ baseUrl: cut.url, secretKey, failureMode: 'closed', timeoutMs: ROOMY });
   t.like(await client.evaluate(transactions.allow()), { decision: 'deny', synthetic: true, failure: { code: 'network_error', status: 200 } });
 });
+
+test('a spent key quota (429) never fails open: an operation set to open gets the closed answer, and throw still throws', async (t) => {
+  const tps = await startTps({ env: { TPS_KEY_RATE_LIMIT_PER_MINUTE: '1' } });
+  t.teardown(() => tps.close());
+  const client = createClient({ baseUrl: tps.url, secretKey: tps.secretKey, failureMode: 'open', timeoutMs: ROOMY });
+  // The minute's one request is answered by TPS itself; the next ones meet the quota.
+  t.false((await client.evaluate(transactions.allow())).synthetic ?? false);
+  const limited = await client.evaluate(transactions.allow());
+  t.like(limited, { decision: 'deny', synthetic: true, reasons: [FAIL_CLOSED_REASON], failure: { code: 'rate_limited', status: 429 } });
+  const error = await t.throwsAsync(client.evaluate(transactions.allow(), { failureMode: 'throw' }), { instanceOf: TpsError });
+  t.like(error, { code: 'rate_limited', status: 429, unavailable: true });
+});
+
