@@ -1,4 +1,4 @@
-import { didYouMean } from '../policy/suggest.js';
+import { didYouMean } from '../lib/suggest.js';
 import type { RuleOnlyFacts } from '../policy/run.js';
 import type { Facts } from './facts.js';
 

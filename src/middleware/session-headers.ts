@@ -73,12 +73,11 @@ export function sessionFromHeaders(header: HeaderReader, now: number = Date.now(
 
   const signal = header(HEADERS.recentHumanSignal)?.trim();
   // Read as TPS reads it (an offset, a real date, at most the clock skew ahead): a value TPS would
-  // refuse is dropped here rather than turning the request into a 400. What is forwarded is the
-  // toISOString() form, so that is checked too: year 0000 at +01:00 becomes -000001-12-31T23:00Z.
+  // refuse is dropped here rather than turning the request into a 400; what it reads, it can write
+  // back as ISO that TPS reads.
   const at = signal && signal.length <= 64 ? parseInstant(signal) : undefined;
-  const iso = at === undefined ? undefined : new Date(at).toISOString();
-  if (at !== undefined && iso !== undefined && parseInstant(iso) !== undefined && at - now <= MAX_CLOCK_SKEW_MS) {
-    session.recentHumanSignalAt = iso;
+  if (at !== undefined && at - now <= MAX_CLOCK_SKEW_MS) {
+    session.recentHumanSignalAt = new Date(at).toISOString();
     // The browser's own age measurement is immune to clock skew between browser and server;
     // fall back to our clock only when it is missing.
     session.recentHumanSignalAgeSeconds = Math.round(continuity.signalAge ?? Math.max(0, (now - at) / 1000));

@@ -3,7 +3,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { check, yup } from '../validate/kit.js';
 import { locator, splitPath } from './locate.js';
-import { didYouMean } from './suggest.js';
+import { didYouMean } from '../lib/suggest.js';
 import type { ConfigProblem } from './problems.js';
 import { operationSchema, policySchema, signalsFileSchema, type OperationSpec, type PolicySpec, type SignalSpec } from './schema.js';
 

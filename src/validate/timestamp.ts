@@ -9,10 +9,16 @@ const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d
 const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const daysIn = (year: number, month: number) => (month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : DAYS[month - 1]!);
 
+// The instants whose UTC form has a four-digit year: 0000-01-01T00:00+01:00 is one hour before the
+// first, and toISOString would write it -000001-12-31T23:00:00.000Z, which this reader refuses.
+const FIRST_INSTANT = new Date('0000-01-01T00:00:00Z').getTime();
+const LAST_INSTANT = new Date('9999-12-31T23:59:59.999Z').getTime();
+
 /**
  * Milliseconds since the epoch of an ISO 8601 date-time with an offset (Z, ±hh:mm or ±hhmm), or,
  * with `allowDate`, of a plain date (UTC midnight). undefined for anything else, dates and times
- * that do not exist (2025-02-30, 24:00, 12:60) included.
+ * that do not exist (2025-02-30, 24:00, 12:60) included, and instants whose own UTC form it could
+ * not read back (a year before 0000 or after 9999 once the offset is applied).
  */
 export function parseInstant(text: string, options: { allowDate?: boolean } = {}): number | undefined {
   const m = ISO_8601.exec(text);
@@ -29,5 +35,6 @@ export function parseInstant(text: string, options: { allowDate?: boolean } = {}
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);
   const millis = m[7] === undefined ? 0 : Number(m[7].padEnd(3, '0').slice(0, 3));
-  return date.getTime() + ((hour * 60 + minute - offset) * 60 + second) * 1000 + millis;
+  const instant = date.getTime() + ((hour * 60 + minute - offset) * 60 + second) * 1000 + millis;
+  return instant >= FIRST_INSTANT && instant <= LAST_INSTANT ? instant : undefined;
 }

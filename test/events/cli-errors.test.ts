@@ -47,9 +47,10 @@ test.serial('an unreachable store: keys and events export exit 1 with one clear 
   }
 });
 
-// `events export` only reads: pointed at a database that holds no store, it neither creates one
-// (a misspelt SQLite path, its folder) nor migrates one (a PostgreSQL schema), and says so.
-test.serial('tps events export with no store at DATABASE_URL exits 1 with one clear line, and creates or migrates nothing', async (t) => {
+// The review tools only read (src/cli/readStore.ts): pointed at a database that holds no store,
+// `events export`, `replay` and `events to-fixture` neither create one (a misspelt SQLite path, its
+// folder) nor migrate one (a PostgreSQL schema), and say so rather than report nothing found.
+test.serial('the review tools with no store at DATABASE_URL exit 1 with one clear line, and create or migrate nothing', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-nostore-'));
   const pg = freshDatabase('postgres');
   t.teardown(async () => {
@@ -58,15 +59,18 @@ test.serial('tps events export with no store at DATABASE_URL exits 1 with one cl
   });
   const typo = path.join(dir, 'dta', 'tps.sqlite');
   const schema = new URL(pg.url).searchParams.get('schema')!;
+  const commands = [['events', 'export'], ['replay', REPO_ROOT], ['events', 'to-fixture', 'some-id', REPO_ROOT]];
   for (const [url, where] of [
     [`sqlite:${typo}`, `sqlite:${typo} (no such file)`],
     // Named without its user or password.
     [pg.url, `postgres://${new URL(PG_BASE_URL).host}${new URL(PG_BASE_URL).pathname}?schema=${schema}`],
   ] as const) {
-    const r = await runCli(['events', 'export'], { DATABASE_URL: url, TPS_ENVIRONMENT: 'test', LOG_LEVEL: 'silent' });
-    t.is(r.code, 1, url);
-    t.is(r.stdout, '', url);
-    t.is(r.stderr, `tps: no TPS event store at ${where}: it has no events table; is DATABASE_URL right?\n`);
+    for (const args of commands) {
+      const r = await runCli(args, { DATABASE_URL: url, TPS_ENVIRONMENT: 'test', LOG_LEVEL: 'silent' });
+      t.is(r.code, 1, `${args[0]} ${url}`);
+      t.is(r.stdout, '', `${args[0]} ${url}`);
+      t.is(r.stderr, `tps: no TPS event store at ${where}: it has no events table; is DATABASE_URL right?\n`);
+    }
   }
   t.deepEqual(fs.readdirSync(dir), [], 'the misspelt path was created');
   const admin = knexFactory({ client: 'pg', connection: PG_BASE_URL, pool: { min: 0, max: 1 } });

@@ -1,8 +1,4 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import test from 'ava';
-import knexFactory from 'knex';
 import type { EvaluateRequest } from '../../src/api/types.js';
 import { runFixtures } from '../../src/fixtures/suite.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
@@ -12,7 +8,7 @@ import { runCli } from '../helpers/cli.js';
 import { bareEvent } from '../helpers/events.js';
 import { openFreshStore, tempConfig } from '../helpers/config.js';
 import { reply, startFakeModel } from '../helpers/fakeModel.js';
-import { freshDatabase, PG_BASE_URL, post, REPO_ROOT, startTps } from '../helpers/tps.js';
+import { post, REPO_ROOT, startTps } from '../helpers/tps.js';
 
 // The offline paths (fixtures, replay) against the server's evaluate path, and the replay command's
 // handling of its inputs (time bounds, the store it is pointed at).
@@ -113,33 +109,5 @@ test.serial('tps replay reads --since/--until as instants: a date is UTC midnigh
     const r = await replay('--since', bad);
     t.is(r.code, 2, bad);
     t.regex(r.stderr, /--since must be an ISO 8601 date .* or date-time with an offset/, bad);
-  }
-});
-
-test.serial('tps replay and to-fixture refuse a store without events rather than create one and report nothing', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-nostore-'));
-  const pg = freshDatabase('postgres');
-  t.teardown(async () => {
-    fs.rmSync(dir, { recursive: true, force: true });
-    await pg.drop();
-  });
-  const sqliteUrl = `sqlite:${path.join(dir, 'typo.sqlite')}`;
-  for (const url of [sqliteUrl, pg.url]) {
-    const replayed = await runCli(['replay', REPO_ROOT], { DATABASE_URL: url });
-    t.is(replayed.code, 1, url);
-    t.regex(replayed.stderr, /no TPS event store at .*: it has no events table; is DATABASE_URL right\?/);
-    t.is(replayed.stdout, '');
-    const fixture = await runCli(['events', 'to-fixture', 'some-id', REPO_ROOT], { DATABASE_URL: url });
-    t.is(fixture.code, 1, url);
-    t.regex(fixture.stderr, /no TPS event store/);
-  }
-  // Nothing was migrated into the database it was pointed at.
-  const schema = new URL(pg.url).searchParams.get('schema')!;
-  const admin = knexFactory({ client: 'pg', connection: PG_BASE_URL, pool: { min: 0, max: 1 } });
-  try {
-    const tables = await admin('information_schema.tables').where('table_schema', schema).count<{ count: string }[]>('* as n');
-    t.is(Number((tables[0] as unknown as { n: string }).n), 0);
-  } finally {
-    await admin.destroy();
   }
 });

@@ -181,6 +181,7 @@ test('recentHumanSignalAt needs an offset, a real date, and no more than the all
     '2025-06-01T24:00:00Z',
     new Date(Date.now() + 60 * 60_000).toISOString(), // an hour ahead: "just now" forever
     '2999-01-01T00:00:00Z',
+    '0000-01-01T00:00:00+01:00', // an hour before year 0000 in UTC: its own ISO form would be -000001-…
   ];
   for (const at of refused) {
     const body = signal(at);
