@@ -16,6 +16,7 @@ import { Evaluator } from './evaluate/evaluator.js';
 import { localRunner, threadRunner, type EvaluationRunner } from './evaluate/runner.js';
 import { evaluatesInThread } from './evaluate/placement.js';
 import { EvaluationThread } from './evaluate/thread.js';
+import { CURSOR_SECRET, CursorCodec } from './events/cursor.js';
 import { EventHub } from './events/hub.js';
 import { Ingestor } from './events/ingest.js';
 import { RetentionPruner } from './events/retention.js';
@@ -25,8 +26,9 @@ import { answerClientError, authenticate, errors, rateLimit, requestId, requireJ
 import { evaluateRoutes } from './http/routes/evaluate.js';
 import { eventRoutes } from './http/routes/events.js';
 import { serviceRoutes } from './http/routes/service.js';
-import { loadCatalog } from './policy/catalog.js';
+import { compiledCatalog, loadCatalog } from './policy/catalog.js';
 import { ConfigHolder } from './policy/holder.js';
+import type { LoadedConfig } from './policy/load.js';
 import { watchConfig, type ReloadOutcome } from './policy/watch.js';
 import { GroupCommitter } from './record/groupCommit.js';
 import { openDatabase, type Database } from './store/db.js';
@@ -34,6 +36,7 @@ import { KnexEventStore, type PreparedEvent } from './store/eventStore.js';
 import type { EventWriter } from './store/eventWriteTx.js';
 import { KnexKeyStore } from './store/keyStore.js';
 import { PolicyVersionStore } from './store/policyVersionStore.js';
+import { serviceSecret } from './store/serviceSecrets.js';
 import { openState } from './state/open.js';
 
 export interface Tps {
@@ -77,12 +80,14 @@ export interface TpsOptions {
   eventCommits?: (local: EventWriter) => EventWriter;
   /** Cluster workers: what `/metrics` answers, given this process's registry (src/cluster/metrics.ts). */
   metricsText?: (local: Registry) => MetricsText;
+  /** Cluster workers: the configuration to start from, the one the others serve, instead of the files (src/cluster/configRelay.ts). */
+  configSource?: LoadedConfig;
 }
 
 /** Builds the whole service from settings: store, configuration, state, evaluator and HTTP app. */
 export async function createTps(settings: Settings, options: TpsOptions = {}): Promise<Tps> {
   const logger = options.logger ?? createLogger(settings.logLevel);
-  const catalog = loadCatalog(settings.configDir);
+  const catalog = options.configSource ? compiledCatalog(options.configSource) : loadCatalog(settings.configDir);
   const metrics = createMetrics();
   const db = await openDatabase(settings.databaseUrl, {
     migrate: options.migrate,
@@ -105,7 +110,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     await policyVersions.remember(catalog.policies.values());
     const config = new ConfigHolder(catalog);
     config.onSwap((next) => policyVersions.remember(next.policies.values()));
-    const configWatcher = watchConfig(config, { dir: settings.configDir, logger, watch: settings.watchConfig, debounceMs: settings.watchDebounceMs });
+    const configWatcher = watchConfig(config, { dir: settings.configDir, logger, watch: settings.watchConfig, debounceMs: settings.watchDebounceMs, settleMs: settings.watchSettleMs });
     closers.push(async () => configWatcher.close());
 
     // This thread's state: the API quota, and evaluations when they run here.
@@ -195,6 +200,8 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       policyVersions,
       stream: { maxQueue: settings.events.streamMaxQueue, pageSize: 200, heartbeatMs: settings.events.streamHeartbeatMs, stallMs: 60_000, retryMs: 2000 },
       keys,
+      // The store's, so every process on it issues and accepts the same cursors, across restarts.
+      cursors: new CursorCodec(await serviceSecret(db.knex, CURSOR_SECRET)),
     });
     // A cluster worker's are the whole service's (src/cluster/metrics.ts).
     const metricsText = options.metricsText?.(metrics.registry) ?? (() => metrics.registry.metrics());

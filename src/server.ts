@@ -1,5 +1,6 @@
 import v8 from 'node:v8';
 import { createTps, type Tps, type TpsOptions } from './app.js';
+import { configFromPrimary, reportReloads } from './cluster/configRelay.js';
 import { committedByPrimary } from './cluster/eventCommits.js';
 import { metricsThroughPrimary } from './cluster/metrics.js';
 import { isClusterPrimary, isClusterWorker, runPrimary } from './cluster/primary.js';
@@ -11,6 +12,7 @@ const HEAP_GROWING_PERCENT = 100;
 
 /** `npm start`: one TPS process on PORT (or TPS_WORKERS of them), with the store and configuration of the environment. */
 async function main(): Promise<void> {
+  const reloads = catchReloads();
   // Left to V8, a heap's old generation may grow to four times what survived its last full
   // collection before the next one: under load the HTTP thread's swung between ~20 and ~80 MB,
   // and the process's RSS between 135 and 207 MB through a million evaluations. Held to twice, RSS
@@ -20,10 +22,22 @@ async function main(): Promise<void> {
   const settings = readSettings();
   const logger = createLogger(settings.logLevel);
   // TPS_WORKERS > 1: this process prepares the store once and supervises the workers (src/cluster/primary.ts).
-  if (isClusterPrimary(settings)) return runPrimary(settings, logger, async () => (await boot(settings, logger)).close());
-  // A worker's SQLite events are committed by the primary, the file's one writer, and its
-  // /metrics are the whole service's, gathered by the primary.
-  const tps = await boot(settings, logger, isClusterWorker() ? { migrate: false, eventCommits: committedByPrimary, metricsText: metricsThroughPrimary } : {});
+  if (isClusterPrimary(settings)) {
+    // It catches SIGHUP itself, from its first line: this handler goes only once that one is in.
+    const primary = runPrimary(settings, logger, async () => {
+      const tps = await boot(settings, logger);
+      await tps.close();
+      return tps.config.current();
+    });
+    reloads.release();
+    return primary;
+  }
+  // A worker's SQLite events are committed by the primary, the file's one writer, its /metrics are
+  // the whole service's, gathered by the primary, and its configuration the one the others serve.
+  const worker = isClusterWorker();
+  const tps = await boot(settings, logger, worker ? { migrate: false, eventCommits: committedByPrimary, metricsText: metricsThroughPrimary, configSource: await configFromPrimary() } : {});
+  const reload = () => tps.reloadConfig('SIGHUP');
+  reloads.ready(worker ? reportReloads(tps.config, reload) : reload);
   const { url } = await tps.listen();
   logger.info({ url, store: tps.db.describe, configVersion: tps.config.current().versionId, evaluationThread: Boolean(tps.evaluationThread), cpus: tps.cpus }, 'TPS listening');
 
@@ -37,8 +51,30 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  // Hot reload on demand (docs/policy-as-code.md); the outcome is logged by the watcher.
-  process.on('SIGHUP', () => void tps.reloadConfig('SIGHUP'));
+}
+
+/**
+ * SIGHUP, a hot reload on demand (the watcher logs its outcome), whose default action would end a
+ * process still starting: caught from main()'s first line. One that comes before the service is
+ * built is applied once it is, not dropped: start-up reads the files before it opens and migrates
+ * the store, which may take long, so the signal may follow an edit that start-up did not see.
+ * Several before then make one reload.
+ */
+function catchReloads(): { ready(reload: () => Promise<unknown>): void; release(): void } {
+  let reload: (() => Promise<unknown>) | undefined;
+  let owed = false;
+  const onSignal = () => {
+    if (reload) void reload();
+    else owed = true;
+  };
+  process.on('SIGHUP', onSignal);
+  return {
+    ready(r) {
+      reload = r;
+      if (owed) void r();
+    },
+    release: () => void process.off('SIGHUP', onSignal),
+  };
 }
 
 /** Builds the service (migrating unless told not to) and prints the first start's keys once. */

@@ -20,9 +20,12 @@ export class ModelHttpError extends Error {
   }
 }
 
-/** The model server answered, but not with parseable JSON: reported as `invalid_output`. */
+/** The model server answered, but not with parseable JSON: reported as `invalid_output`. `code` (logged) says how. */
 export class ModelOutputError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly code = 'invalid_output',
+  ) {
     super(message);
     this.name = 'ModelOutputError';
   }

@@ -2,6 +2,7 @@
 // answer validated and clamped. assess() never throws and never outlives its budget, so a slow or
 // dead model can only cost evaluate `timeoutMs`; every failure yields scoreDelta 0.
 import * as yup from 'yup';
+import { safeError } from '../http/logger.js';
 import { ModelHttpError, ModelOutputError, type ModelAdapter } from './adapter.js';
 import { CircuitBreaker, type BreakerOptions } from './breaker.js';
 import { BREAKER_STATE_VALUE, type AiErrorKind, type AiMetrics } from './metrics.js';
@@ -115,7 +116,9 @@ export function createAdvisor(options: AdvisorOptions = {}): Advisor {
       breaker.onFailure(permit);
       const status: AiStatus = err instanceof ModelOutputError ? 'invalid_output' : 'error';
       const kind: AiErrorKind | undefined = status === 'error' ? (err instanceof ModelHttpError ? 'http' : 'network') : undefined;
-      logger?.warn({ err, model }, 'AI model call failed');
+      // Name and code only: fetch's messages quote the URL it was given, a bad header's value (the key) too.
+      const httpStatus = err instanceof ModelHttpError ? { status: err.status } : {};
+      logger?.warn({ err: safeError(err, { message: false }), ...httpStatus, model }, 'AI model call failed');
       return finish({ status, scoreDelta: 0, model, latencyMs: elapsed() }, kind);
     } finally {
       clearTimeout(timer);
@@ -128,7 +131,7 @@ export function createAdvisor(options: AdvisorOptions = {}): Advisor {
     assess: (view, settings) =>
       assess(view, settings).catch((err: unknown): AiAssessment => {
         try {
-          logger?.warn({ err }, 'AI advisory failed unexpectedly');
+          logger?.warn({ err: safeError(err, { message: false }) }, 'AI advisory failed unexpectedly');
         } catch {
           /* nothing left to report to */
         }

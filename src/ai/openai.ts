@@ -62,15 +62,15 @@ function parseContent(text: string): unknown {
   try {
     envelope = JSON.parse(text);
   } catch {
-    throw new ModelOutputError('model server answer is not JSON');
+    throw new ModelOutputError('model server answer is not JSON', 'answer_not_json');
   }
   const content = envelope?.choices?.[0]?.message?.content;
-  if (typeof content !== 'string') throw new ModelOutputError('no choices[0].message.content in the answer');
+  if (typeof content !== 'string') throw new ModelOutputError('no choices[0].message.content in the answer', 'no_content');
   // Some local models wrap JSON in a Markdown fence despite the prompt; the JSON inside is still the answer.
   const unfenced = content.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/i, '$1');
   try {
     return JSON.parse(unfenced);
   } catch {
-    throw new ModelOutputError('model content is not JSON');
+    throw new ModelOutputError('model content is not JSON', 'content_not_json');
   }
 }

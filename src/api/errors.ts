@@ -31,6 +31,14 @@ export class ApiError extends Error {
     super(message, cause === undefined ? undefined : { cause });
     this.status = STATUS[code];
   }
+
+  /**
+   * The event store could not commit (nothing was stored) or be read (nothing was changed): an
+   * outage to wait out, like state_unavailable, so every such 503 says when to come back.
+   */
+  static storeUnavailable(message: string, cause: unknown): ApiError {
+    return new ApiError('store_unavailable', message, undefined, { 'retry-after': '1' }, cause);
+  }
 }
 
 /**

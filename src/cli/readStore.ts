@@ -8,7 +8,7 @@ function sqliteFile(url: string | undefined): string | undefined {
   return file === ':memory:' ? undefined : file;
 }
 
-const noStore = (where: string) => new Error(`no TPS event store at ${where}: it has no events table; is DATABASE_URL right?`);
+const noStore = (what: string, table: string, where: string) => new Error(`no TPS ${what} store at ${where}: it has no ${table} table; is DATABASE_URL right?`);
 
 /**
  * The store named by DATABASE_URL, opened to read events (events export, replay, to-fixture). Not
@@ -17,13 +17,16 @@ const noStore = (where: string) => new Error(`no TPS event store at ${where}: it
  * a SQLite file that does not exist (opening it would create it, and its folder). No checkpointer
  * either: the server writing the file checkpoints it.
  */
-export async function openEventsToRead(): Promise<Database> {
+export const openEventsToRead = (): Promise<Database> => openExistingStore('events', 'event');
+
+/** The store named by DATABASE_URL as it is, as openEventsToRead opens it; `table` must be there (keys list and revoke: api_keys). */
+export async function openExistingStore(table: string, what: string): Promise<Database> {
   const url = readSettings().databaseUrl;
   const file = sqliteFile(url);
-  if (file !== undefined && !fs.existsSync(file)) throw noStore(`sqlite:${file} (no such file)`);
+  if (file !== undefined && !fs.existsSync(file)) throw noStore(what, table, `sqlite:${file} (no such file)`);
   const db = await openDatabase(url, { migrate: false, checkpoint: false });
   try {
-    if (!(await db.knex.schema.hasTable('events'))) throw noStore(db.describe);
+    if (!(await db.knex.schema.hasTable(table))) throw noStore(what, table, db.describe);
   } catch (e) {
     await db.close();
     throw e;

@@ -1,4 +1,4 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { AwaitingReplies } from '../lib/awaitingReplies.js';
 
 /**
@@ -36,12 +36,12 @@ export function primaryRequests<Reply extends { id: number }>(
  */
 export function answerWorkers<Request extends { id: number }>(
   isRequest: (m: unknown) => m is Request,
-  handle: (request: Request) => Promise<object>,
+  handle: (request: Request, worker: Worker) => Promise<object>,
   failed: (request: Request, message: string) => object,
 ): void {
   cluster.on('message', (worker, m: unknown) => {
     if (!isRequest(m)) return;
-    handle(m)
+    handle(m, worker)
       .catch((err: unknown) => failed(m, (err as Error)?.message ?? String(err)))
       .then((reply) => worker.isConnected() && worker.send(reply));
   });

@@ -3,6 +3,7 @@
 import { WAL_CATCH_UP_MB } from '../store/checkpointer.js';
 import { PAGE_SIZE } from '../store/db.js';
 import { ENVIRONMENT_NAME_RULE, isEnvironmentName } from './environmentName.js';
+import { gotValue } from './shown.js';
 
 export interface Settings {
   port: number;
@@ -39,6 +40,8 @@ export interface Settings {
   /** Hot reload (docs/policy-as-code.md): watch operations/ and rules/ (TPS_WATCH_CONFIG), debounced. SIGHUP reloads either way. */
   watchConfig: boolean;
   watchDebounceMs: number;
+  /** How long changed files must stay as read before a watched reload compiles them (TPS_WATCH_SETTLE_MS); 0: no wait. */
+  watchSettleMs: number;
   /** Decision Logs and Event Stream (the README section of that name). */
   events: { retentionDays: number; streamHeartbeatMs: number; streamPollMs: number; streamMaxQueue: number };
 }
@@ -50,7 +53,7 @@ export type SqliteSync = 'full' | 'normal';
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
   const raw = env[name]?.trim().toLowerCase();
   if (raw === undefined || raw === '') return fallback;
-  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${env[name]}"`);
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}${gotValue(name, env[name]!)}`);
   return raw as T;
 }
 
@@ -59,7 +62,7 @@ function numberIn(env: Env, name: string, fallback: number, ok: (value: number) 
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!ok(value)) throw new Error(`${name} must be ${wanted}, got "${raw}"`);
+  if (!ok(value)) throw new Error(`${name} must be ${wanted}${gotValue(name, raw)}`);
   return value;
 }
 
@@ -73,7 +76,7 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (raw === undefined || raw === '') return fallback;
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new Error(`${name} must be true or false, got "${env[name]}"`);
+  throw new Error(`${name} must be true or false${gotValue(name, env[name]!)}`);
 }
 
 function str(env: Env, name: string): string | undefined {
@@ -83,16 +86,20 @@ function str(env: Env, name: string): string | undefined {
 
 function environmentName(env: Env, name: string): string | undefined {
   const raw = str(env, name);
-  if (raw !== undefined && !isEnvironmentName(raw)) throw new Error(`${name} must be an environment name (${ENVIRONMENT_NAME_RULE}), got "${raw}"`);
+  if (raw !== undefined && !isEnvironmentName(raw)) throw new Error(`${name} must be an environment name (${ENVIRONMENT_NAME_RULE})${gotValue(name, raw)}`);
   return raw;
 }
 
-/** An http(s) URL, checked at start rather than at the first call that needs it. */
-function httpUrl(env: Env, name: string): string | undefined {
+/**
+ * An http(s) URL, checked at start rather than at the first call that needs it. One with a user
+ * name or password is refused: fetch refuses it too, with an error whose message holds the URL.
+ */
+function httpUrl(env: Env, name: string, keyVariable: string): string | undefined {
   const raw = str(env, name);
   if (raw === undefined) return undefined;
-  const protocol = URL.canParse(raw.trim()) ? new URL(raw.trim()).protocol : undefined;
-  if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  const url = URL.canParse(raw.trim()) ? new URL(raw.trim()) : undefined;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new Error(`${name} must be an http:// or https:// URL${gotValue(name, raw)}`);
+  if (url.username || url.password) throw new Error(`${name} must not carry a user name or password (user:password@); give the key in ${keyVariable}, which is sent as a bearer token`);
   return raw;
 }
 
@@ -132,13 +139,14 @@ export function readSettings(env: Env = process.env): Settings {
     sqlitePageSize: numberIn(env, 'TPS_SQLITE_PAGE_SIZE', PAGE_SIZE, (v) => Number.isInteger(v) && v >= 1024 && v <= 65536 && (v & (v - 1)) === 0, 'a power of two from 1024 to 65536'),
     serverTiming: bool(env, 'TPS_SERVER_TIMING', false),
     ai: {
-      url: httpUrl(env, 'TPS_AI_URL'),
+      url: httpUrl(env, 'TPS_AI_URL', 'TPS_AI_API_KEY'),
       model: str(env, 'TPS_AI_MODEL'),
       apiKey: str(env, 'TPS_AI_API_KEY'),
       timeoutMs: aiTimeout === undefined ? undefined : int(env, 'TPS_AI_TIMEOUT_MS', 300, 1),
     },
     watchConfig: bool(env, 'TPS_WATCH_CONFIG', true),
     watchDebounceMs: int(env, 'TPS_WATCH_DEBOUNCE_MS', 250),
+    watchSettleMs: int(env, 'TPS_WATCH_SETTLE_MS', 250),
     events: {
       retentionDays: int(env, 'TPS_EVENT_RETENTION_DAYS', 0),
       streamHeartbeatMs: int(env, 'TPS_STREAM_HEARTBEAT_MS', 15_000, 100),

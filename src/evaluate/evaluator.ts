@@ -16,11 +16,6 @@ import type { AdvisoryPort } from './advisory.js';
 import { transactionFingerprint } from './fingerprint.js';
 import { newTelemetryId } from './telemetryId.js';
 
-/** A commit that failed, as the client sees it: nothing was stored, so the evaluation can be retried. */
-export function storeUnavailable(err: unknown): never {
-  throw new ApiError('store_unavailable', 'the decision could not be recorded; nothing was stored, retry the evaluation', undefined, undefined, err);
-}
-
 /**
  * An evaluation whose event could not be committed: its client is told to retry as if it never ran,
  * so the challenge it used is put back and the one it issued withdrawn first. Only when the commit
@@ -29,7 +24,7 @@ export function storeUnavailable(err: unknown): never {
  */
 export async function commitFailed(err: unknown, changes: ChallengeChanges | undefined, revert: (changes: ChallengeChanges) => Promise<void>): Promise<never> {
   if (changes && surelyNotCommitted(err)) await revert(changes).catch(() => undefined);
-  return storeUnavailable(err);
+  throw ApiError.storeUnavailable('the decision could not be recorded; nothing was stored, retry the evaluation', err);
 }
 
 export interface EvaluatorDeps {
@@ -60,6 +55,8 @@ function challengeState(req: EvaluateRequest, stored: StoredChallenge | undefine
   const result = req.challengeResult;
   if (!result || result.passed === undefined) return { kind: 'none' };
   if (!result.passed) return { kind: 'failed' };
+  // The API requires the type with passed true (validate/evaluateRequest.ts); only offline retries
+  // (replay, a fixture's `retry: true`) leave it out, meaning whichever challenge was asked.
   if (!stored || (result.type !== undefined && result.type !== stored.type)) return { kind: 'invalid' };
   return { kind: 'satisfied', score: stored.score, band: stored.band, reasons: stored.reasons };
 }
@@ -128,7 +125,9 @@ export class Evaluator {
     const score = retrying ? challenge.score : ai?.status === 'applied' ? clampScore(risk.score + ai.scoreDelta) : risk.score;
     const band = retrying ? challenge.band : bandOf(score, policy.thresholds);
 
-    const velocity = policy.serviceWindow && !retrying ? { serviceCount: await this.countVelocity(environment, req, policy, nowMs) } : {};
+    // A satisfied retry is not counted (its challenged evaluation was), but the window still holds it
+    // back: else challenges collected over the TTL could be redeemed all at once, far past `max`.
+    const velocity = policy.serviceWindow ? { serviceCount: await this.countVelocity(environment, req, policy, nowMs, !retrying) } : {};
     // Object.assign, not a spread: V8 promoted each spread copy of the facts (~500 B an evaluation)
     // out of the young generation, dead, for a major GC to collect (bench/ROUNDS.md, fifty-second
     // round; test/unit/promotion.test.ts).
@@ -153,9 +152,10 @@ export class Evaluator {
     return this.deps.challenges.consume(environment, fingerprintOf(), result.challengeId, this.now());
   }
 
-  private countVelocity(environment: string, req: EvaluateRequest, policy: CompiledPolicy, nowMs: number): Promise<number> {
+  private countVelocity(environment: string, req: EvaluateRequest, policy: CompiledPolicy, nowMs: number, counted: boolean): Promise<number> {
     const key = `${environment}\u0000${req.actor.id}\u0000${req.operationKey}`;
-    return this.deps.counters.hit(key, policy.serviceWindow!.seconds, nowMs);
+    const { seconds } = policy.serviceWindow!;
+    return counted ? this.deps.counters.hit(key, seconds, nowMs) : this.deps.counters.peek(key, seconds, nowMs);
   }
 
   private async issueChallenge(environment: string, fingerprint: string, outcome: Outcome, telemetryId: string, nowMs: number): Promise<StoredChallenge> {

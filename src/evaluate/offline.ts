@@ -65,6 +65,9 @@ export class FixedVelocityCounter implements VelocityCounter {
   async hit(): Promise<number> {
     return this.count;
   }
+  async peek(): Promise<number> {
+    return this.count;
+  }
   async close(): Promise<void> {}
 }
 

@@ -1,18 +1,56 @@
-// A cursor names a position in an environment's event sequence (the store's seq). It is opaque to
-// callers: a version tag keeps room to change what it holds without breaking saved cursors.
-const PREFIX = 'e1.';
+import crypto from 'node:crypto';
 
-export function encodeCursor(seq: number): string {
-  return Buffer.from(`${PREFIX}${seq}`).toString('base64url');
-}
+// A cursor names a position (the store's seq) in one environment's events. The seq counts every
+// environment's events, so shown as is it would tell a key how much the others write, and a key
+// could forge cursors to find its own events' seqs. A cursor is therefore one AES block (a keyed
+// permutation) under the service's secret: the seq, then a tag of the environment. It reads as
+// noise, and one of another environment, or forged, fails its tag.
+const BLOCK = 16;
+const TAG = 8;
+// 16 bytes in base64url: 21 characters, then one whose low 4 bits are zero.
+const FORM = /^[A-Za-z0-9_-]{21}[AQgw]$/;
 
-/** The seq a cursor names, or undefined when it is not one of ours. */
-export function decodeCursor(cursor: string): number | undefined {
-  if (!/^[A-Za-z0-9_-]{1,40}$/.test(cursor)) return undefined;
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!text.startsWith(PREFIX)) return undefined;
-  const digits = text.slice(PREFIX.length);
-  if (!/^(0|[1-9]\d{0,15})$/.test(digits)) return undefined;
-  const seq = Number(digits);
-  return Number.isSafeInteger(seq) ? seq : undefined;
+/** The name of the cursors' secret in the store (serviceSecrets.ts). */
+export const CURSOR_SECRET = 'event_cursor';
+
+/** Whether text has a cursor's form; only decode() says whether it is one, and of which environment. */
+export const hasCursorForm = (text: string): boolean => FORM.test(text);
+
+const derive = (secret: Buffer, purpose: string): Buffer => Buffer.from(crypto.hkdfSync('sha256', secret, Buffer.alloc(0), `tps event cursor: ${purpose}`, 32));
+
+export class CursorCodec {
+  private readonly aesKey: Buffer;
+  private readonly macKey: Buffer;
+
+  /** secret: the service's (serviceSecrets.ts), so every process on the store issues and accepts the same cursors. */
+  constructor(secret: Buffer) {
+    this.aesKey = derive(secret, 'aes-256');
+    this.macKey = derive(secret, 'environment tag');
+  }
+
+  encode(environment: string, seq: number): string {
+    const block = Buffer.alloc(BLOCK);
+    block.writeBigUInt64BE(BigInt(seq));
+    this.tag(environment).copy(block, BLOCK - TAG);
+    return this.run(crypto.createCipheriv('aes-256-ecb', this.aesKey, null), block).toString('base64url');
+  }
+
+  /** The seq a cursor names, or undefined when it is not one this service issued to this environment. */
+  decode(environment: string, cursor: string): number | undefined {
+    if (!FORM.test(cursor)) return undefined;
+    const block = this.run(crypto.createDecipheriv('aes-256-ecb', this.aesKey, null), Buffer.from(cursor, 'base64url'));
+    if (!crypto.timingSafeEqual(block.subarray(BLOCK - TAG), this.tag(environment))) return undefined;
+    const seq = block.readBigUInt64BE();
+    return seq <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seq) : undefined;
+  }
+
+  private tag(environment: string): Buffer {
+    return crypto.createHmac('sha256', this.macKey).update(environment).digest().subarray(0, TAG);
+  }
+
+  private run(cipher: crypto.Cipher | crypto.Decipher, block: Buffer): Buffer {
+    // One block exactly: no padding, so a cursor is 22 characters.
+    cipher.setAutoPadding(false);
+    return Buffer.concat([cipher.update(block), cipher.final()]);
+  }
 }

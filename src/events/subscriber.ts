@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { EventFilter } from '../store/eventFilter.js';
 import { matchesFilter } from '../store/eventFilter.js';
 import type { KnexEventStore, StoredEvent } from '../store/eventStore.js';
-import { encodeCursor } from './cursor.js';
+import type { CursorCodec } from './cursor.js';
 import type { EventHub, Listener } from './hub.js';
 import { toPublicEvent } from './publicEvent.js';
 
@@ -23,13 +23,16 @@ export interface StreamOptions {
 // would read as an event) and ends; the client's reconnect then gets 401 invalid_api_key.
 const REVOKED = ': invalid_api_key: the API key is unknown or revoked\n\n';
 
-// One SSE frame per event, built once however many clients receive it.
-const frames = new WeakMap<StoredEvent, string>();
-function frameOf(e: StoredEvent): string {
-  let frame = frames.get(e);
+// One SSE frame per event, built once however many clients receive it: they are all of its
+// environment, so its id is the same cursor for each (one set of frames per service's codec).
+const frames = new WeakMap<CursorCodec, WeakMap<StoredEvent, string>>();
+function frameOf(cursors: CursorCodec, e: StoredEvent): string {
+  let built = frames.get(cursors);
+  if (built === undefined) frames.set(cursors, (built = new WeakMap()));
+  let frame = built.get(e);
   if (frame === undefined) {
-    frame = `id: ${encodeCursor(e.seq)}\ndata: ${JSON.stringify(toPublicEvent(e))}\n\n`;
-    frames.set(e, frame);
+    frame = `id: ${cursors.encode(e.environment, e.seq)}\ndata: ${JSON.stringify(toPublicEvent(e))}\n\n`;
+    built.set(e, frame);
   }
   return frame;
 }
@@ -61,6 +64,8 @@ export class StreamSubscriber implements Listener {
     readonly environment: string,
     private readonly filter: EventFilter,
     private readonly options: StreamOptions,
+    /** The ids: cursors of this environment (events/cursor.ts). */
+    private readonly cursors: CursorCodec,
     /** Whether the key the stream was opened with still stands; asked before events go out and at each heartbeat. */
     private readonly keyStands: () => Promise<boolean> = async () => true,
   ) {}
@@ -170,7 +175,7 @@ export class StreamSubscriber implements Listener {
   /** An id line of the position, for a block of its own (SSE: a block with an id and no data still sets the client's last event id). */
   private idLine(): string {
     this.told = this.position;
-    return `id: ${encodeCursor(this.position)}\n`;
+    return `id: ${this.cursors.encode(this.environment, this.position)}\n`;
   }
 
   /** False, the stream ended, once its key is revoked or unknown (within TPS_KEY_CACHE_MS, as every request). */
@@ -215,7 +220,7 @@ export class StreamSubscriber implements Listener {
   private async send(e: StoredEvent): Promise<void> {
     // Never twice, whichever of the store read and the hub queue holds it.
     if (this.closed || e.seq <= this.position) return;
-    const flushed = this.res.write(frameOf(e));
+    const flushed = this.res.write(frameOf(this.cursors, e));
     this.position = this.told = e.seq;
     if (!flushed) await this.drained();
   }

@@ -37,14 +37,16 @@ export interface Facts {
 /** SPEC 2.1: metadata.requestedCount, else requestData.requestedCount, else 1. */
 export const requestedCountOf = (req: EvaluateRequest): number => req.metadata?.requestedCount ?? req.requestData?.requestedCount ?? 1;
 
-/** The age of the freshest human signal, from whichever of the two fields says more recently. */
+/**
+ * The age of the latest human signal: the caller's measured age when it sent one, else the age of
+ * the timestamp by TPS's clock. The measured age wins even when the timestamp looks fresher: the
+ * timestamp is the browser's clock, and one running fast (up to the 5 minutes of skew TPS allows)
+ * would make old activity look recent.
+ */
 export function humanSignalAge(session: EvaluateRequest['session'], nowMs: number): number | undefined {
-  let age = session?.recentHumanSignalAgeSeconds;
-  if (session?.recentHumanSignalAt) {
-    const fromTimestamp = Math.max(0, (nowMs - Date.parse(session.recentHumanSignalAt)) / 1000);
-    age = age === undefined ? fromTimestamp : Math.min(age, fromTimestamp);
-  }
-  return age;
+  if (session?.recentHumanSignalAgeSeconds !== undefined) return session.recentHumanSignalAgeSeconds;
+  if (!session?.recentHumanSignalAt) return undefined;
+  return Math.max(0, (nowMs - Date.parse(session.recentHumanSignalAt)) / 1000);
 }
 
 export function buildFacts(req: EvaluateRequest, op: CompiledOperation, nowMs: number): Facts {

@@ -82,7 +82,7 @@ function bodyError(err: unknown): ApiError | undefined {
  */
 export function storeReadFailed(err: unknown): never {
   if (err instanceof ApiError || err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError) throw err;
-  throw new ApiError('store_unavailable', 'the store cannot be read just now; nothing was changed, retry', undefined, { 'retry-after': '1' }, err);
+  throw ApiError.storeUnavailable('the store cannot be read just now; nothing was changed, retry', err);
 }
 
 // Requests Node's HTTP parser refuses (http.Server 'clientError'): Node's own status, CONTRACT's body.

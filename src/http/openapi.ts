@@ -86,7 +86,7 @@ export const openApiDocument = {
               notes: str,
             },
           },
-          challengeResult: { type: 'object', additionalProperties: false, properties: { type: { enum: CHALLENGE_TYPES }, passed: bool, challengeId: str } },
+          challengeResult: { type: 'object', additionalProperties: false, properties: { type: { enum: CHALLENGE_TYPES, description: 'required when passed is true' }, passed: bool, challengeId: str } },
           rawSignals: { type: 'object', additionalProperties: { type: ['boolean', 'number'] } },
         },
       },
@@ -152,6 +152,8 @@ export const openApiDocument = {
             },
           },
           policies: { type: 'array', items: { type: 'object', properties: { id: str, versionId: str } } },
+          // Only when not ready: CONTRACT's error object beside the readiness fields.
+          error: { type: 'object', required: ['code', 'message'], properties: { code: { enum: ['not_ready'] }, message: str } },
         },
       },
       DecisionEvent: {

@@ -4,7 +4,8 @@
 
 import type { Actor, ChallengeType, EvaluateRequest, Resource, SessionContext } from '../api/types.js';
 import { HEADERS } from '../browser/headers.js';
-import type { TpsClient } from '../client/index.js';
+import type { Evaluation, TpsClient } from '../client/index.js';
+import { chooseOperationKey, unknownHeaderKey } from './operation-key.js';
 import { DEFAULT_STEP_UP_STATUS, halt, toOutcome, type Outcome } from './outcome.js';
 import { resourceId, safeId, safeIp, sessionFromHeaders } from './session-headers.js';
 
@@ -35,8 +36,10 @@ export type Verifier<R> = (proof: string, context: VerifyContext<R>) => MaybePro
 export interface DecisionOptions<R> {
   client: Pick<TpsClient, 'evaluate'>;
   /**
-   * The protected operation. Unset: the x-svc-operation-key header (prefer fixing it per route). A
-   * function that returns nothing halts with 400 missing_operation_key; the header is not consulted.
+   * The protected operation. Unset: the x-svc-operation-key header (prefer fixing it per route); a
+   * malformed or unknown header is the browser's 400, while a key set here that TPS does not know is
+   * a 503 and onError. A function that returns nothing halts with 400 missing_operation_key; the
+   * header is not consulted.
    */
   operationKey?: string | ((request: R) => string | undefined);
   /** Default: the framework's user ({ id, role, roles }) as an authenticated actor, else anonymous. */
@@ -107,20 +110,10 @@ function report<R>(options: DecisionOptions<R>, error: unknown, request: R): voi
 
 export async function decide<R>(request: R, view: RequestView, options: DecisionOptions<R>): Promise<Outcome> {
   try {
-    // The header only when the app configured nothing: a resolver that finds no key must not hand
-    // the choice of operation to the browser.
-    const operationKey =
-      options.operationKey === undefined
-        ? view.header(HEADERS.operationKey)?.trim()
-        : typeof options.operationKey === 'function'
-          ? options.operationKey(request)
-          : options.operationKey;
-    if (!operationKey) {
-      const hint = options.operationKey === undefined ? ` (send ${HEADERS.operationKey})` : '';
-      return halt('block', 400, 'missing_operation_key', `No protected operation named${hint}.`);
-    }
+    const chosen = chooseOperationKey(request, (name) => view.header(name), options.operationKey);
+    if ('action' in chosen) return chosen;
 
-    let transaction = await buildTransaction(request, view, options, operationKey);
+    let transaction = await buildTransaction(request, view, options, chosen.key);
     const carried = carriedProof(view, options);
     if (carried) {
       // SPEC §3 rule 2: verify the proof ourselves, then re-send the transaction with the result.
@@ -133,7 +126,15 @@ export async function decide<R>(request: R, view: RequestView, options: Decision
       }
       transaction = { ...transaction, challengeResult: { type: carried.type, passed, ...(challengeId ? { challengeId } : {}) } };
     }
-    const evaluation = await options.client.evaluate(transaction);
+    let evaluation: Evaluation;
+    try {
+      evaluation = await options.client.evaluate(transaction);
+    } catch (err) {
+      // The browser's mistake is a 400 without onError; anything else is the 503 below.
+      const refused = unknownHeaderKey(err, chosen, transaction);
+      if (refused) return refused;
+      throw err;
+    }
     return toOutcome(evaluation, transaction, options.stepUpStatus ?? DEFAULT_STEP_UP_STATUS);
   } catch (err) {
     report(options, err, request);

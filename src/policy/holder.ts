@@ -1,6 +1,6 @@
 import type { Catalog } from './catalog.js';
 import { compileCatalog } from './catalog.js';
-import { loadConfigDir } from './load.js';
+import { loadConfigDir, type LoadedConfig } from './load.js';
 import type { ConfigProblem } from './problems.js';
 
 /**
@@ -21,10 +21,14 @@ export class ConfigHolder {
     this.listeners.push(listener);
   }
 
-  /** Throws when the swap itself failed (a listener threw): nothing was swapped, and lastProblems says why. */
-  async reload(): Promise<{ ok: boolean; problems: ConfigProblem[]; catalog: Catalog }> {
+  /**
+   * Compiles `loaded` (the files read by the caller, who checked they had settled), or the folder as
+   * it is now. Throws when the swap itself failed (a listener threw): nothing was swapped, and
+   * lastProblems says why.
+   */
+  async reload(loaded?: LoadedConfig): Promise<{ ok: boolean; problems: ConfigProblem[]; catalog: Catalog }> {
     try {
-      const { catalog, problems } = compileCatalog(loadConfigDir(this.catalog.dir));
+      const { catalog, problems } = compileCatalog(loaded ?? loadConfigDir(this.catalog.dir));
       if (!catalog) {
         this.problems = problems;
         return { ok: false, problems, catalog: this.catalog };

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
@@ -26,6 +27,8 @@ export interface LoadedConfig {
    * not exist) still run on them: validate lists every problem, not those of valid files only.
    */
   rejected: { operations: Sourced<Record<string, unknown>>[]; policies: Sourced<Record<string, unknown>>[] };
+  /** A hash of every file's name and text as read (configDigest's), to tell whether they changed since. */
+  digest: string;
 }
 
 export const SIGNALS_FILE = 'signals.yaml';
@@ -42,6 +45,30 @@ function listYaml(dir: string): string[] {
 }
 
 type Rejected = Sourced<Record<string, unknown>>[];
+
+/** The files loadConfigDir reads, in its order. */
+const configFiles = (dir: string): string[] => [...listYaml(path.join(dir, 'operations')), ...listYaml(path.join(dir, 'rules'))];
+
+function readText(file: string, digest: crypto.Hash): string | Error {
+  let text: string | Error;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    text = err as Error;
+  }
+  digest.update(`${file}\0${typeof text === 'string' ? `${text.length}\0${text}` : `!${(text as NodeJS.ErrnoException).code}`}\0`);
+  return text;
+}
+
+/**
+ * The digest of the configuration's files as they are now: it differs from a LoadedConfig's when a
+ * file was written, added or removed since that was read (hot reload waits until they settle).
+ */
+export function configDigest(dir: string): string {
+  const digest = crypto.createHash('sha256');
+  for (const file of configFiles(dir)) readText(file, digest);
+  return digest.digest('hex');
+}
 
 /**
  * A YAML file's document, a mapping, or undefined once its problem is listed: a syntax error, no
@@ -74,13 +101,12 @@ function parse<T>(
   schema: Parameters<typeof check<T>>[0],
   problems: ConfigProblem[],
   texts: Map<string, string>,
+  digest: crypto.Hash,
   rejected?: Rejected,
 ): T | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    problems.push({ file: rel, path: '', message: String(err) });
+  const text = readText(file, digest);
+  if (typeof text !== 'string') {
+    problems.push({ file: rel, path: '', message: String(text) });
     return undefined;
   }
   texts.set(rel, text);
@@ -100,6 +126,7 @@ export function loadConfigDir(dir: string): LoadedConfig {
   const problems: ConfigProblem[] = [];
   const texts = new Map<string, string>();
   const rejected: LoadedConfig['rejected'] = { operations: [], policies: [] };
+  const digest = crypto.createHash('sha256');
   // Relative to the working directory when under it (as the server logs it), else absolute.
   const rel = (f: string) => {
     const r = path.relative(process.cwd(), f);
@@ -112,7 +139,7 @@ export function loadConfigDir(dir: string): LoadedConfig {
 
   const operations: Sourced<OperationSpec>[] = [];
   for (const file of listYaml(opsDir)) {
-    const spec = parse<OperationSpec>(file, rel(file), operationSchema as never, problems, texts, rejected.operations);
+    const spec = parse<OperationSpec>(file, rel(file), operationSchema as never, problems, texts, digest, rejected.operations);
     if (spec) operations.push({ file: rel(file), spec });
   }
 
@@ -120,17 +147,17 @@ export function loadConfigDir(dir: string): LoadedConfig {
   const policies: Sourced<PolicySpec>[] = [];
   for (const file of listYaml(rulesDir)) {
     if (path.basename(file) === SIGNALS_FILE) {
-      const spec = parse<{ signals: Record<string, SignalSpec> }>(file, rel(file), signalsFileSchema as never, problems, texts);
+      const spec = parse<{ signals: Record<string, SignalSpec> }>(file, rel(file), signalsFileSchema as never, problems, texts, digest);
       if (spec) signals = { file: rel(file), spec: spec.signals };
       continue;
     }
-    const spec = parse<PolicySpec>(file, rel(file), policySchema as never, problems, texts, rejected.policies);
+    const spec = parse<PolicySpec>(file, rel(file), policySchema as never, problems, texts, digest, rejected.policies);
     if (spec) policies.push({ file: rel(file), spec });
   }
   if (fs.existsSync(rulesDir) && !fs.existsSync(path.join(rulesDir, SIGNALS_FILE))) {
     problems.push({ file: rel(path.join(rulesDir, SIGNALS_FILE)), path: '', message: 'file not found: risk signals are declared here' });
   }
-  return { dir, operations, signals, policies, problems, texts, rejected };
+  return { dir, operations, signals, policies, problems, texts, rejected, digest: digest.digest('hex') };
 }
 
 /**

@@ -24,7 +24,13 @@ interface Shape {
 const SCALAR: Shape = { fits: (v) => ['string', 'number', 'boolean'].includes(typeof v), one: 'a string, number or boolean', many: 'strings, numbers or booleans' };
 const NUMBER: Shape = { fits: (v) => Number.isFinite(v), one: 'a number', many: 'numbers' };
 const BOOLEAN: Shape = { fits: (v) => typeof v === 'boolean', one: 'true or false', many: 'true or false values' };
-const listOf = (item: Shape): Shape => ({ fits: (v) => Array.isArray(v) && v.every(item.fits), one: `a list of ${item.many}`, many: `lists of ${item.many}` });
+// Non-empty: `in: []` never matches and `notIn: []` always does (someValue and everyValue over
+// nothing likewise), almost surely a slip in a security policy rather than its intent.
+const listOf = (item: Shape): Shape => ({
+  fits: (v) => Array.isArray(v) && v.length > 0 && v.every(item.fits),
+  one: `a non-empty list of ${item.many}`,
+  many: `non-empty lists of ${item.many}`,
+});
 
 // json-rules-engine's operators as it defines them: `in` looks the fact up in the value
 // (`value.indexOf(fact)`: a string would match substrings, a number throws on every run),

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../http/logger.js';
 import type { ConfigHolder } from './holder.js';
-import { isFixtureFile } from './load.js';
+import { configDigest, isFixtureFile, loadConfigDir, type LoadedConfig } from './load.js';
 import type { ConfigProblem } from './problems.js';
 
 export interface ReloadOutcome {
@@ -11,6 +11,8 @@ export interface ReloadOutcome {
   versionId: string;
   changed: boolean;
   problems: ConfigProblem[];
+  /** The files kept changing while read: nothing was compiled; the write's next file event reloads. */
+  postponed?: boolean;
 }
 
 export interface ConfigWatcher {
@@ -25,25 +27,76 @@ export interface WatchOptions {
   /** false: no file watching; reload() still works (SIGHUP). */
   watch: boolean;
   debounceMs: number;
+  /** How long the files, once read, must stay as read before a watched change is compiled; 0: no wait. */
+  settleMs: number;
+  /** How often the folders' identity is checked (TPS_CONFIG_DIR a symlink flipped to another folder). */
+  recheckMs?: number;
 }
+
+const FOLDERS = ['operations', 'rules'];
+/** Reads of a watched change, each settleMs apart, before a reload gives up to the write's next event. */
+const SETTLE_TRIES = 20;
+const RECHECK_MS = 2000;
+
+/**
+ * Where a folder really is, and which folder it is: another folder moved or copied in its place
+ * differs (by its birth time too, since a folder deleted and re-created may get the same inode).
+ */
+function identity(dir: string): string {
+  const of = (p: string) => {
+    try {
+      const st = fs.statSync(p);
+      return `${fs.realpathSync(p)}:${st.dev}:${st.ino}:${st.birthtimeMs}`;
+    } catch {
+      return 'missing';
+    }
+  };
+  return [dir, ...FOLDERS.map((f) => path.join(dir, f))].map(of).join('|');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Hot reload of operations/ and rules/. An edit is compiled by ConfigHolder.reload() to the side
  * and swapped in whole; an invalid edit keeps the last good configuration serving, every problem is
  * logged, and /readyz shows them (ConfigHolder.lastProblems). Editors save in bursts (write, rename,
- * chmod), so file events are debounced into one reload.
+ * chmod), so file events are debounced into one reload, and a watched change is compiled only once
+ * the files read stay unchanged for settleMs: a writer that pauses mid-file leaves a prefix that may
+ * well compile. fs.watch follows a folder's inode, not its name, so a folder replaced (moved, deleted
+ * and copied back, TPS_CONFIG_DIR's symlink flipped) is watched again under its name.
  */
 export function watchConfig(holder: ConfigHolder, options: WatchOptions): ConfigWatcher {
   const { logger } = options;
   let running: Promise<ReloadOutcome> | undefined;
   let queued: Promise<ReloadOutcome> | undefined;
+  let queuedSettles = false;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
-  const once = async (trigger: string): Promise<ReloadOutcome> => {
+  /** The files once they stopped changing, or undefined when they kept changing (or the watcher closed). */
+  const settledLoad = async (trigger: string): Promise<LoadedConfig | undefined> => {
+    for (let i = 0; i < SETTLE_TRIES && !closed; i++) {
+      const loaded = loadConfigDir(options.dir);
+      await sleep(options.settleMs);
+      if (closed) return undefined;
+      if (configDigest(options.dir) === loaded.digest) return loaded;
+      logger.info({ trigger, settleMs: options.settleMs }, 'configuration files still changing; reload postponed until they settle');
+    }
+    return undefined;
+  };
+
+  const once = async (trigger: string, settle: boolean): Promise<ReloadOutcome> => {
     const before = holder.current().versionId;
     try {
-      const r = await holder.reload();
+      let loaded: LoadedConfig | undefined;
+      if (settle && options.settleMs > 0) {
+        loaded = await settledLoad(trigger);
+        if (!loaded) {
+          if (!closed) logger.warn({ trigger, tries: SETTLE_TRIES }, 'configuration files kept changing; the current configuration serves until their next change');
+          return { ok: false, versionId: before, changed: false, problems: [...holder.lastProblems()], postponed: true };
+        }
+      }
+      const r = await holder.reload(loaded);
       const versionId = r.catalog.versionId;
       if (!r.ok) {
         for (const p of r.problems) logger.warn({ trigger, file: p.file, line: p.line, path: p.path, problem: p.message }, 'configuration problem');
@@ -59,45 +112,89 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     }
   };
 
-  const reload = (trigger: string): Promise<ReloadOutcome> => {
+  const reload = (trigger: string, settle: boolean): Promise<ReloadOutcome> => {
     if (!running) {
-      running = once(trigger).finally(() => (running = undefined));
+      running = once(trigger, settle).finally(() => (running = undefined));
       return running;
     }
     // One reload runs; every request made meanwhile shares the single one that follows it, which
-    // reads the files as they are by then.
+    // reads the files as they are by then (and waits for them to settle if any request was a watched change).
+    queuedSettles ||= settle;
     queued ??= running.then(() => {
       queued = undefined;
-      return reload(trigger);
+      const settles = queuedSettles;
+      queuedSettles = false;
+      return reload(trigger, settles);
     });
     return queued;
   };
 
-  const watchers: fs.FSWatcher[] = [];
-  if (options.watch) {
-    const onEvent = (_event: string, filename: string | Buffer | null) => {
-      const name = filename?.toString();
-      if (closed || (name && (!/\.ya?ml$/.test(name) || isFixtureFile(name)))) return;
-      clearTimeout(timer);
-      timer = setTimeout(() => void reload('watch'), options.debounceMs);
-    };
-    for (const sub of ['operations', 'rules']) {
-      const dir = path.join(options.dir, sub);
-      try {
-        const w = fs.watch(dir, { persistent: false }, onEvent);
-        w.on('error', (err) => logger.warn({ dir, err: { message: err.message } }, 'configuration watch stopped; SIGHUP still reloads'));
-        watchers.push(w);
-      } catch (err) {
-        logger.warn({ dir, err: { message: (err as Error).message } }, 'cannot watch configuration folder; SIGHUP still reloads');
-      }
+  let watchers: fs.FSWatcher[] = [];
+  let watched = '';
+  let recheck: NodeJS.Timeout | undefined;
+  const schedule = () => {
+    if (closed) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void reload('watch', true), options.debounceMs);
+  };
+  const watch = (dir: string, onEvent: (event: string, filename: string | Buffer | null) => void, first: boolean) => {
+    try {
+      const w = fs.watch(dir, { persistent: false }, onEvent);
+      w.on('error', (err) => {
+        logger.warn({ dir, err: { message: err.message } }, 'configuration watch stopped; watching again at the next check');
+        watched = '';
+      });
+      watchers.push(w);
+    } catch (err) {
+      // Later than start, a folder missing is one being replaced: the watch of TPS_CONFIG_DIR sees it come back.
+      if (first) logger.warn({ dir, err: { message: (err as Error).message } }, 'cannot watch configuration folder; SIGHUP still reloads');
+      else logger.debug({ dir, err: { message: (err as Error).message } }, 'configuration folder missing');
     }
+  };
+  const arm = (now: string, first = false) => {
+    for (const w of watchers) w.close();
+    watchers = [];
+    watched = now;
+    watch(options.dir, onDirEvent, first);
+    for (const sub of FOLDERS) watch(path.join(options.dir, sub), onFileEvent, first);
+  };
+  /**
+   * Watches the folders again, and reloads, once one is not the folder watched any more; at once
+   * (`sure`) on an event naming a folder, which its identity may not tell (a reused inode).
+   */
+  const check = (reason: string, sure = false) => {
+    if (closed) return;
+    const now = identity(options.dir);
+    if (now === watched && !sure) return;
+    logger[now === watched ? 'debug' : 'info']({ dir: options.dir, reason }, 'configuration folders replaced; watching them again');
+    arm(now);
+    schedule();
+  };
+  function onFileEvent(_event: string, filename: string | Buffer | null) {
+    const name = filename?.toString();
+    if (closed) return;
+    // An event naming the watched folder itself: it was moved or deleted, and this watch with it.
+    if (name && FOLDERS.includes(name)) return check('folder event', true);
+    if (name && (!/\.ya?ml$/.test(name) || isFixtureFile(name))) return;
+    schedule();
+  }
+  function onDirEvent(_event: string, filename: string | Buffer | null) {
+    const name = filename?.toString();
+    if (!name || FOLDERS.includes(name)) check('folder event', true);
+  }
+  if (options.watch) {
+    arm(identity(options.dir), true);
+    // No event tells of a symlinked TPS_CONFIG_DIR flipped to another folder (ln -sfn): a cheap look now and then does.
+    recheck = setInterval(() => check('periodic check'), options.recheckMs ?? RECHECK_MS);
+    recheck.unref();
   }
 
   return {
-    reload,
+    reload: (trigger) => reload(trigger, false),
     close() {
       closed = true;
       clearTimeout(timer);
+      clearInterval(recheck);
       for (const w of watchers) w.close();
     },
   };

@@ -1,5 +1,6 @@
-// The reason-code catalogue: every code TPS emits is declared here once, with its meaning.
-// Policies may add their own codes in YAML; those are validated to be snake_case.
+// The reason-code catalogue: TPS's own codes and the sample configuration's, each declared once
+// with its meaning. A configuration adds its own in YAML (a rule's `reason:`, a signal's reason,
+// by default its name); those are validated to be snake_case, not looked up here.
 
 export type ReasonStage = 'risk' | 'policy' | 'challenge' | 'outcome';
 
@@ -14,7 +15,7 @@ export const REASONS = {
   high_risk_score: { stage: 'outcome', description: 'No single signal stood out, but the score is in the high band.' },
   monitor_mode: { stage: 'outcome', description: 'The operation or its policy is in monitor mode: allow was answered; the would-be decision is in explanation.monitor.' },
 
-  weak_session_continuity: { stage: 'risk', description: 'session.continuityStrength is low (or the session continuity is unknown and weak).' },
+  weak_session_continuity: { stage: 'risk', description: 'session.continuityStrength is 0.4 or lower (1 − strength reaches reasonAt 0.6 in rules/signals.yaml). An absent strength counts as 0.5: it adds points but not this reason.' },
   missing_recent_human_signal: { stage: 'risk', description: 'No recent pointer, keyboard or touch activity was reported, or it is old.' },
   bulk_or_export_volume: { stage: 'risk', description: 'The requested count is large enough to be a bulk action or export.' },
   privileged_write: { stage: 'risk', description: 'metadata.changedFields is non-empty: the action writes fields.' },

@@ -1,8 +1,11 @@
 import type { Knex } from 'knex';
 import type { Decision } from '../api/types.js';
+import { DEFAULT_CHALLENGE_TTL_MS } from '../evaluate/offline.js';
 import type { Catalog } from '../policy/catalog.js';
-import { fromRow, type EventRow } from '../store/eventStore.js';
-import { isConfigured, recover, redecide, SKIP_FAILED, SKIP_UNKNOWN_OPERATION } from './recorded.js';
+import { fromRow, type EventRow, type StoredEvent } from '../store/eventStore.js';
+import { changedParts, OUTCOME_PARTS, recordedParts, replayedParts, type OutcomePart } from './outcome.js';
+import { SKIP_FAILED, SKIP_UNREADABLE } from './recorded.js';
+import { Replayer, type Again } from './replayer.js';
 
 export interface ReplayOptions {
   /** created_at bounds, epoch ms: since inclusive, until exclusive. */
@@ -16,11 +19,22 @@ export interface ReplayOptions {
   pageSize?: number;
   /** telemetryIds kept per transition (and per skip reason). */
   samples?: number;
+  /** How long a challenge lives when its recorded event gives no expiry (the server's TPS_CHALLENGE_TTL_SECONDS). */
+  challengeTtlMs?: number;
 }
 
 export interface Transition {
   from: Decision;
   to: Decision;
+  count: number;
+  samples: string[];
+}
+
+/** One part of the answer other than the decision, changed from one value to another. */
+export interface OutcomeChange {
+  part: OutcomePart;
+  from: string;
+  to: string;
   count: number;
   samples: string[];
 }
@@ -34,6 +48,15 @@ export interface ReplayReport {
   skipped: { reason: string; count: number; samples: string[] }[];
   /** Changed decisions only, most frequent first. */
   transitions: Transition[];
+  /**
+   * Replayed events whose decision stays but whose answer otherwise changes: the challenge type,
+   * the redaction (fields or strategy), retryAfterSeconds or the risk band.
+   */
+  outcomeChanged: number;
+  /** Those changes part by part, most frequent first (an event may change several parts). */
+  outcomeChanges: OutcomeChange[];
+  /** Replayed events evaluated with a velocity count rebuilt from the stored events (none recorded, or counted over another window). */
+  rebuiltCounts: number;
   /** from → to → count over every replayed event (the diagonal is the unchanged ones). */
   matrix: Record<string, Record<string, number>>;
   /** Replayed events that were monitored when recorded, and that the working tree would monitor. */
@@ -42,11 +65,40 @@ export interface ReplayReport {
   lastSeq?: number;
 }
 
+/** The created_at bounds and filters of the rows read. */
+interface Selection {
+  since?: number;
+  until?: number;
+  operation?: string;
+  environment?: string;
+}
+
+/** The selected rows oldest first, a page at a time by seq (a keyset cursor), at most `limit` of them. */
+async function* pagesOf(knex: Knex, where: Selection, pageSize: number, limit = Infinity): AsyncGenerator<EventRow[]> {
+  let after = 0;
+  for (let left = limit; left > 0; ) {
+    const want = Math.min(pageSize, left);
+    const q = knex<EventRow>('events').where('seq', '>', after);
+    if (where.since !== undefined) q.where('created_at', '>=', where.since);
+    if (where.until !== undefined) q.where('created_at', '<', where.until);
+    if (where.operation) q.where('operation_key', where.operation);
+    if (where.environment) q.where('environment', where.environment);
+    const rows: EventRow[] = await q.orderBy('seq', 'asc').limit(want);
+    if (rows.length === 0) return;
+    yield rows;
+    after = Number(rows[rows.length - 1]!.seq);
+    left -= rows.length;
+    if (rows.length < want) return;
+  }
+}
+
 /**
  * Re-decides stored events with `catalog` (the working tree's configuration), oldest first. Reads
  * the store one page at a time by seq (a keyset cursor), keeps only counts and a few samples, so a
  * million events take a page's worth of memory. Each event goes through the server's Evaluator
- * offline (recorded.ts), with the velocity count, advisory assessment and challenge state it met.
+ * offline (recorded.ts) with the advisory assessment it met, TPS's velocity count (the recorded one
+ * while it fits the working tree's window, else rebuilt from the events: velocity.ts), and the
+ * challenges the replay's own evaluations issued, so a retry is answered as it would be live.
  */
 export async function replay(knex: Knex, catalog: Catalog, options: ReplayOptions = {}, progress?: (examined: number) => void): Promise<ReplayReport> {
   const pageSize = options.pageSize ?? 500;
@@ -59,75 +111,102 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
     unchanged: 0,
     skipped: [],
     transitions: [],
+    outcomeChanged: 0,
+    outcomeChanges: [],
+    rebuiltCounts: 0,
     matrix: {},
     monitored: { recorded: 0, replayed: 0 },
   };
   const transitions = new Map<string, Transition>();
+  const outcomeChanges = new Map<string, OutcomeChange>();
   const skipped = new Map<string, ReplayReport['skipped'][number]>();
+  const sample = (samples: string[], telemetryId: string) => samples.length < keep && samples.push(telemetryId);
   const skip = (reason: string, telemetryId: string) => {
     let s = skipped.get(reason);
     if (!s) skipped.set(reason, (s = { reason, count: 0, samples: [] }));
     s.count++;
-    if (s.samples.length < keep) s.samples.push(telemetryId);
+    sample(s.samples, telemetryId);
   };
+  const where: Selection = { since: options.since, until: options.until, operation: options.operation, environment: options.environment };
+  const replayer = new Replayer(knex, catalog, options.challengeTtlMs ?? DEFAULT_CHALLENGE_TTL_MS);
 
-  let after = 0;
-  for (;;) {
-    const want = options.limit === undefined ? pageSize : Math.min(pageSize, options.limit - report.examined);
-    if (want <= 0) break;
-    const q = knex<EventRow>('events').where('seq', '>', after);
-    if (options.since !== undefined) q.where('created_at', '>=', options.since);
-    if (options.until !== undefined) q.where('created_at', '<', options.until);
-    if (options.operation) q.where('operation_key', options.operation);
-    if (options.environment) q.where('environment', options.environment);
-    const rows: EventRow[] = await q.orderBy('seq', 'asc').limit(want);
-    if (rows.length === 0) break;
+  if (options.since !== undefined) {
+    // The first events must meet the counts and challenges they met live: the events before --since
+    // as far back as a count (two windows: the counter's previous bucket) or a challenge reaches are
+    // decided too, and not reported.
+    const back = 2 * replayer.velocity.longestWindow() * 1000 + (options.challengeTtlMs ?? DEFAULT_CHALLENGE_TTL_MS);
+    for await (const rows of pagesOf(knex, { ...where, since: options.since - back, until: options.since }, pageSize)) {
+      for (const row of rows) {
+        try {
+          await replayer.again(fromRow(row));
+        } catch {
+          // Before --since, nothing is reported; in range, such an event is a skip.
+        }
+      }
+    }
+  }
+
+  for await (const rows of pagesOf(knex, where, pageSize, options.limit)) {
     for (const row of rows) {
-      const event = fromRow(row);
-      after = event.seq;
-      report.firstSeq ??= event.seq;
-      report.lastSeq = event.seq;
+      const seq = Number(row.seq);
+      report.firstSeq ??= seq;
+      report.lastSeq = seq;
       report.examined++;
-      const recovered = recover(event);
-      if (!recovered.ok) {
-        skip(recovered.reason, event.telemetryId);
-        continue;
-      }
-      if (!isConfigured(catalog, recovered.tx)) {
-        skip(SKIP_UNKNOWN_OPERATION, event.telemetryId);
-        continue;
-      }
-      let evaluation;
+      let event: StoredEvent;
+      let again: Again;
+      // An unreadable row or a malformed record must not stop a replay of a million: it is reported like any skip.
       try {
-        evaluation = await redecide(catalog, recovered.tx);
+        event = fromRow(row);
+      } catch {
+        skip(`${SKIP_FAILED}: ${SKIP_UNREADABLE}`, row.telemetry_id);
+        continue;
+      }
+      try {
+        again = await replayer.again(event);
       } catch (err) {
-        // A malformed record must not stop a replay of a million: it is reported like any skip.
         skip(`${SKIP_FAILED}: ${(err as Error).message}`, event.telemetryId);
         continue;
       }
-      const { response, event: replayed } = evaluation;
+      if ('skip' in again) {
+        skip(again.skip, event.telemetryId);
+        continue;
+      }
+      const { response, event: replayed } = again.evaluation;
       report.replayed++;
+      if (again.rebuilt) report.rebuiltCounts++;
       if (event.monitored) report.monitored.recorded++;
       if (replayed.monitored) report.monitored.replayed++;
       const from = event.decision;
       const to = response.decision;
       const row_ = (report.matrix[from] ??= {});
       row_[to] = (row_[to] ?? 0) + 1;
-      if (from === to) {
-        report.unchanged++;
+      if (from !== to) {
+        report.changed++;
+        const key = `${from}\u0000${to}`;
+        let t = transitions.get(key);
+        if (!t) transitions.set(key, (t = { from, to, count: 0, samples: [] }));
+        t.count++;
+        sample(t.samples, event.telemetryId);
         continue;
       }
-      report.changed++;
-      const key = `${from}\u0000${to}`;
-      let t = transitions.get(key);
-      if (!t) transitions.set(key, (t = { from, to, count: 0, samples: [] }));
-      t.count++;
-      if (t.samples.length < keep) t.samples.push(event.telemetryId);
+      report.unchanged++;
+      const before = recordedParts(event);
+      const after = replayedParts(response);
+      const parts = changedParts(before, after);
+      if (parts.length) report.outcomeChanged++;
+      for (const part of parts) {
+        const key = `${part}\u0000${before[part]}\u0000${after[part]}`;
+        let c = outcomeChanges.get(key);
+        if (!c) outcomeChanges.set(key, (c = { part, from: before[part], to: after[part], count: 0, samples: [] }));
+        c.count++;
+        sample(c.samples, event.telemetryId);
+      }
     }
     progress?.(report.examined);
-    if (rows.length < want) break;
   }
   report.transitions = [...transitions.values()].sort((a, b) => b.count - a.count || a.from.localeCompare(b.from) || a.to.localeCompare(b.to));
+  const order = (p: OutcomePart) => OUTCOME_PARTS.indexOf(p);
+  report.outcomeChanges = [...outcomeChanges.values()].sort((a, b) => b.count - a.count || order(a.part) - order(b.part) || a.from.localeCompare(b.from) || a.to.localeCompare(b.to));
   report.skipped = [...skipped.values()].sort((a, b) => b.count - a.count);
   return report;
 }

@@ -3,13 +3,15 @@ import type { ReplayReport } from './replay.js';
 
 const pct = (n: number, of: number) => (of === 0 ? '0%' : `${((100 * n) / of).toFixed(1)}%`);
 
-/** The replay as a reviewer reads it: how much changes, the transition matrix, samples, skips. */
+/** The replay as a reviewer reads it: how much changes, the transition matrix, other changed answers, samples, skips. */
 export function formatReplay(r: ReplayReport): string {
   const lines: string[] = [];
   const range = r.firstSeq === undefined ? '' : ` (seq ${r.firstSeq}..${r.lastSeq})`;
   lines.push(`examined ${r.examined} events${range} with the working tree's configuration ${r.configurationVersionId}`);
   lines.push(`replayed ${r.replayed}, skipped ${r.examined - r.replayed}`);
   lines.push(`decisions that change: ${r.changed} of ${r.replayed} (${pct(r.changed, r.replayed)})`);
+  lines.push(`other answers that change (same decision): ${r.outcomeChanged} of ${r.replayed} (${pct(r.outcomeChanged, r.replayed)})`);
+  if (r.rebuiltCounts) lines.push(`velocity counts rebuilt from the stored events: ${r.rebuiltCounts} (none recorded, or counted over another window)`);
   if (r.monitored.recorded || r.monitored.replayed) lines.push(`monitored: ${r.monitored.recorded} when recorded, ${r.monitored.replayed} with the working tree`);
 
   const used = DECISIONS.filter((d) => r.matrix[d] || Object.values(r.matrix).some((row) => row[d]));
@@ -22,6 +24,10 @@ export function formatReplay(r: ReplayReport): string {
   if (r.transitions.length) {
     lines.push('', 'transitions');
     for (const t of r.transitions) lines.push(`  ${t.from} → ${t.to}: ${t.count}   e.g. ${t.samples.join(', ')}`);
+  }
+  if (r.outcomeChanges.length) {
+    lines.push('', 'outcome changes (same decision)');
+    for (const c of r.outcomeChanges) lines.push(`  ${c.part}: ${c.from} → ${c.to}: ${c.count}   e.g. ${c.samples.join(', ')}`);
   }
   if (r.skipped.length) {
     lines.push('', 'skipped (cannot be re-decided)');

@@ -33,6 +33,9 @@ export interface ChallengeStore {
    * Undoes an evaluation's changes, atomically: the issued challenge is withdrawn (its transaction's
    * pointer only while it names it) and the consumed one put back until its own expiry, its
    * pointer only if the transaction has none (a newer challenge stays the one found by fingerprint).
+   * A withdrawn challenge's pointer goes back to the transaction's last put-back challenge while
+   * that is live: concurrent retries are undone in any order, and the one that used the challenge
+   * may be undone before the one that, finding it used, was issued another.
    */
   revert(changes: ChallengeChanges, nowMs: number): Promise<void>;
   close(): Promise<void>;
@@ -43,6 +46,8 @@ const pointerKey = (c: { environment: string; fingerprint: string }) => `${c.env
 export class MemoryChallengeStore implements ChallengeStore {
   private readonly byId = new Map<string, StoredChallenge>();
   private readonly byFingerprint = new Map<string, string>();
+  /** Per transaction, the challenge last put back (revert): what a withdrawal points back at. */
+  private readonly putBack = new Map<string, string>();
   private issued = 0;
 
   async issue(challenge: StoredChallenge, nowMs: number): Promise<void> {
@@ -63,16 +68,29 @@ export class MemoryChallengeStore implements ChallengeStore {
 
   async revert({ consumed, issued }: ChallengeChanges, nowMs: number): Promise<void> {
     // Withdrawn first, so that the pointer it frees can name the consumed challenge again.
-    if (issued) this.drop(issued);
+    if (issued) this.withdraw(issued, nowMs);
     if (consumed && consumed.expiresAt > nowMs) {
       this.byId.set(consumed.id, consumed);
       const fpKey = pointerKey(consumed);
       if (!this.byFingerprint.has(fpKey)) this.byFingerprint.set(fpKey, consumed.id);
+      this.putBack.set(fpKey, consumed.id);
     }
+  }
+
+  /** Forgets a challenge its caller never saw; its pointer goes back to a live put-back challenge. */
+  private withdraw(c: StoredChallenge, nowMs: number): void {
+    this.byId.delete(c.id);
+    const fpKey = pointerKey(c);
+    if (this.byFingerprint.get(fpKey) !== c.id) return;
+    const backId = this.putBack.get(fpKey);
+    const back = backId === undefined ? undefined : this.byId.get(backId);
+    if (back && back.expiresAt > nowMs) this.byFingerprint.set(fpKey, back.id);
+    else this.byFingerprint.delete(fpKey);
   }
 
   private sweep(nowMs: number): void {
     for (const c of this.byId.values()) if (c.expiresAt <= nowMs) this.drop(c);
+    for (const [fpKey, id] of this.putBack) if (!this.byId.has(id)) this.putBack.delete(fpKey);
   }
 
   /** Forgets a challenge, and its transaction's pointer while that still names it. */
@@ -85,5 +103,6 @@ export class MemoryChallengeStore implements ChallengeStore {
   async close(): Promise<void> {
     this.byId.clear();
     this.byFingerprint.clear();
+    this.putBack.clear();
   }
 }

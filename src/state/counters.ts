@@ -6,6 +6,8 @@
 export interface VelocityCounter {
   /** Counts one action under `key` and returns the actions in the last `windowSeconds`, this one included. */
   hit(key: string, windowSeconds: number, nowMs: number): Promise<number>;
+  /** The actions counted under `key` in the last `windowSeconds`, counting none (a satisfied step-up retry's). */
+  peek(key: string, windowSeconds: number, nowMs: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -55,6 +57,11 @@ export class MemoryVelocityCounter implements VelocityCounter, QuotaCounter {
 
   async hit(key: string, windowSeconds: number, nowMs: number): Promise<number> {
     const entry = this.count(key, this.at(key, windowSeconds * 1000, nowMs), nowMs);
+    return slidingCount(entry.current, entry.previous, entry.windowMs, nowMs);
+  }
+
+  async peek(key: string, windowSeconds: number, nowMs: number): Promise<number> {
+    const entry = this.at(key, windowSeconds * 1000, nowMs);
     return slidingCount(entry.current, entry.previous, entry.windowMs, nowMs);
   }
 

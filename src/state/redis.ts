@@ -69,6 +69,15 @@ export class RedisVelocityCounter implements VelocityCounter, QuotaCounter {
     return slidingCount(Number(res[0]![1]), Number(res[2]![1] ?? 0), windowMs, nowMs);
   }
 
+  async peek(key: string, windowSeconds: number, nowMs: number): Promise<number> {
+    const windowMs = windowSeconds * 1000;
+    const bucket = Math.floor(nowMs / windowMs);
+    const counts = (await this.redis.mget(this.bucketKey(key, bucket), this.bucketKey(key, bucket - 1)).catch(unavailable)).map((v) => Number(v ?? 0));
+    // What INCR would refuse to count (hit's outage) must not read as no count at all.
+    if (!counts.every(Number.isSafeInteger)) unavailable(new Error('a velocity bucket does not hold a count'));
+    return slidingCount(counts[0]!, counts[1]!, windowMs, nowMs);
+  }
+
   async take(key: string, windowSeconds: number, limit: number, nowMs: number): Promise<number> {
     const windowMs = windowSeconds * 1000;
     const bucket = Math.floor(nowMs / windowMs);
@@ -93,11 +102,17 @@ redis.call('DEL', KEYS[1])
 if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
 return raw`;
 
-// Withdraws a challenge its caller never saw (ChallengeStore.revert); the transaction's pointer goes
-// only while it names it, as in CONSUME. KEYS: the challenge, the transaction's pointer; ARGV: its id.
+// Withdraws a challenge its caller never saw (ChallengeStore.revert). The transaction's pointer, only
+// while it names it (as in CONSUME), goes back to the challenge last put back while that lives, for
+// what is left of its life; else it goes. KEYS: the challenge, the transaction's pointer, its last
+// put-back; ARGV: the challenge's id, the prefix of a challenge's key.
 const WITHDRAW = `
 redis.call('DEL', KEYS[1])
-if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+  local back = redis.call('GET', KEYS[3])
+  local left = back and redis.call('PTTL', ARGV[2] .. back) or -2
+  if left > 0 then redis.call('SET', KEYS[2], back, 'PX', left) else redis.call('DEL', KEYS[2]) end
+end
 return 1`;
 
 export class RedisChallengeStore implements ChallengeStore {
@@ -108,6 +123,7 @@ export class RedisChallengeStore implements ChallengeStore {
 
   private idKey = (id: string) => `${this.prefix}ch:${id}`;
   private fpKey = (env: string, fp: string) => `${this.prefix}chfp:${env}:${fp}`;
+  private backKey = (env: string, fp: string) => `${this.prefix}putback:${env}:${fp}`;
 
   async issue(c: StoredChallenge, nowMs: number): Promise<void> {
     const ttl = Math.max(1, c.expiresAt - nowMs);
@@ -129,11 +145,16 @@ export class RedisChallengeStore implements ChallengeStore {
     const left = consumed ? Math.floor(consumed.expiresAt - nowMs) : 0;
     if (!issued && left < 1) return;
     // One MULTI. The withdrawal first, so that the pointer it frees can name the consumed challenge
-    // again; that pointer comes back only if absent (NX): a newer challenge stays the one found by fingerprint.
+    // again; that pointer comes back only if absent (NX): a newer challenge stays the one found by
+    // fingerprint, and its withdrawal (WITHDRAW) points back at the one put back.
     const tx = this.redis.multi();
-    if (issued) tx.eval(WITHDRAW, 2, this.idKey(issued.id), this.fpKey(issued.environment, issued.fingerprint), issued.id);
+    if (issued) {
+      const [env, fp] = [issued.environment, issued.fingerprint];
+      tx.eval(WITHDRAW, 3, this.idKey(issued.id), this.fpKey(env, fp), this.backKey(env, fp), issued.id, this.idKey(''));
+    }
     if (consumed && left >= 1) {
-      tx.set(this.idKey(consumed.id), JSON.stringify(consumed), 'PX', left).set(this.fpKey(consumed.environment, consumed.fingerprint), consumed.id, 'PX', left, 'NX');
+      const [env, fp] = [consumed.environment, consumed.fingerprint];
+      tx.set(this.idKey(consumed.id), JSON.stringify(consumed), 'PX', left).set(this.fpKey(env, fp), consumed.id, 'PX', left, 'NX').set(this.backKey(env, fp), consumed.id, 'PX', left);
     }
     for (const [err] of (await tx.exec()) ?? []) if (err) throw err;
   }

@@ -7,6 +7,7 @@ import { CheckpointLog } from './checkpointLog.js';
 import { checkpointer, type CheckpointerOptions } from './checkpointer.js';
 import { dialectOf, type Dialect } from './dialect.js';
 import { migrationSource } from './migrations.js';
+import { inPostgresTurn, inSqliteTurn } from './migrationTurn.js';
 import { finalizeStatements } from './sqliteStatements.js';
 
 // bigint columns (seq, timestamps) fit in a double; read them as numbers, not strings.
@@ -148,7 +149,8 @@ function openSqlite(file: string, sync: SqliteSync, pageSize: number, checkpoint
   // (TPS_SQLITE_SYNC) leaves the fsync to the checkpoints: a commit survives the process being
   // killed, not the machine losing power. SQLite never checkpoints on its own (checkpointer.ts).
   const synchronous = `PRAGMA synchronous=${sync.toUpperCase()};`;
-  const pragmas = `PRAGMA page_size=${pageSize}; PRAGMA journal_mode=WAL; ${synchronous} PRAGMA busy_timeout=5000; PRAGMA foreign_keys=ON;`;
+  // The busy timeout first: on a new file another process may hold the lock journal_mode=WAL needs.
+  const pragmas = `PRAGMA busy_timeout=5000; PRAGMA page_size=${pageSize}; PRAGMA journal_mode=WAL; ${synchronous} PRAGMA foreign_keys=ON;`;
   const knex = sqlitePool(file, 1, 1, `${pragmas}${memory ? '' : ' PRAGMA wal_autocheckpoint=0;'}`);
   // Readers for long searches: memory-mapped, so walking an index and fetching its rows costs no syscalls.
   const reader = memory ? knex : sqlitePool(file, 0, 4, 'PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA mmap_size=1073741824; PRAGMA cache_size=-16384;');
@@ -190,8 +192,14 @@ function openPostgres(url: string): Database {
   return { knex, reader: knex, dialect: 'postgres', describe: safe, close: () => knex.destroy() };
 }
 
+/** Runs the migrations, in turn with any other process migrating the same store (migrationTurn.ts). */
 export async function migrate(db: Database): Promise<void> {
-  const schema = db.dialect === 'postgres' ? (db.knex.client.config.searchPath as string[] | undefined)?.[0] : undefined;
-  if (schema) await db.knex.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
-  await db.knex.migrate.latest({ migrationSource, schemaName: schema });
+  const waiting = () => toStderr(`TPS is waiting for another process to finish migrating ${db.describe}`);
+  if (db.dialect === 'sqlite') return inSqliteTurn(db.knex, waiting, async (trx) => void (await trx.migrate.latest({ migrationSource })));
+  const schema = (db.knex.client.config.searchPath as string[] | undefined)?.[0];
+  // knex keeps the URL parsed, as pg takes it.
+  await inPostgresTurn(db.knex.client.config.connection as pg.ClientConfig, schema, waiting, async () => {
+    if (schema) await db.knex.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
+    await db.knex.migrate.latest({ migrationSource, schemaName: schema });
+  });
 }

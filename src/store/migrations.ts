@@ -276,6 +276,20 @@ const migrations: Migration[] = [
       }
     },
   },
+  {
+    // The service's own secrets (serviceSecrets.ts), one per name, shared by every process on the
+    // store: the key of the Decision Logs cursors (events/cursor.ts).
+    name: '006_service_secrets',
+    async up(knex) {
+      await knex.schema.createTable('service_secrets', (t) => {
+        t.string('name', 64).primary();
+        t.binary('value').notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTableIfExists('service_secrets');
+    },
+  },
 ];
 
 /** A migration's step, run once the writer's TEMP trigger is gone: it names tables a step renames or drops (dropEventBatches). */

@@ -7,3 +7,5 @@ export const CONTROL_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u;
 export const NUL_OR_LONE_SURROGATE = /[\u0000\p{Cs}]/u;
 /** The longest identifier (actor.id, resource.id, …) evaluate and ingest take. */
 export const MAX_ID_LENGTH = 256;
+/** The longest operationKey: evaluate, ingest, the Decision Logs' filter and the middleware's header check. */
+export const MAX_OPERATION_KEY_LENGTH = 128;

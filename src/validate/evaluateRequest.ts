@@ -1,5 +1,6 @@
 import { CHALLENGE_TYPES, type EvaluateRequest } from '../api/types.js';
 import { compileCheck, finite, freeForm, id, mapOf, strictObject, text, yup } from './kit.js';
+import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
 import { MAX_CLOCK_SKEW_MS, parseInstant } from './timestamp.js';
 
 // SPEC 2.1 and the bounds of SPEC 8. Strings carry identifiers, so they are short; the caps stop a
@@ -31,8 +32,22 @@ const signalTimestamp = yup
 
 const requestDataShape = { requestedCount: count(), fields: names(), amount: finite(), currency: text(16) };
 
-export const evaluateRequestSchema = strictObject({
-  operationKey: id(128).required(),
+// SPEC §3 rule 2: the retry says which challenge it passed. A passed result without a type would
+// satisfy a challenge of any type (a passkey where a proof token was asked).
+const typeWhenPassed = {
+  name: 'type-when-passed',
+  message: '${path} is required when challengeResult.passed is true',
+  test(this: yup.TestContext, v: string | undefined) {
+    return v !== undefined || (this.parent as { passed?: unknown } | undefined)?.passed !== true;
+  },
+};
+
+/**
+ * The evaluate request's shape. `typeRequired: false` is for requests made offline from a recorded
+ * or authored retry (a fixture's `retry: true`), which passed whatever challenge was asked.
+ */
+const schemaOf = (typeRequired: boolean) => strictObject({
+  operationKey: id(MAX_OPERATION_KEY_LENGTH).required(),
   actor: strictObject({
     id: id().required(),
     authenticated: yup.boolean(),
@@ -82,7 +97,7 @@ export const evaluateRequestSchema = strictObject({
     notes: text(1000),
   }).default(undefined),
   challengeResult: strictObject({
-    type: yup.string().oneOf(CHALLENGE_TYPES),
+    type: typeRequired ? yup.string().oneOf(CHALLENGE_TYPES).test(typeWhenPassed) : yup.string().oneOf(CHALLENGE_TYPES),
     passed: yup.boolean(),
     challengeId: id(128),
   }).default(undefined),
@@ -94,5 +109,11 @@ export const evaluateRequestSchema = strictObject({
   ),
 });
 
+/** POST /api/evaluate's: a passed challengeResult names its type. */
+export const evaluateApiRequestSchema = schemaOf(true);
+/** Offline evaluation's (fixtures, `tps explain`): a passed challengeResult may leave its type out. */
+export const evaluateRequestSchema = schemaOf(false);
+
 // Compiled once: valid requests skip yup's machinery, invalid ones get yup's own errors (kit.ts).
+export const validateEvaluateApiRequest = compileCheck<EvaluateRequest>(evaluateApiRequestSchema as unknown as yup.Schema<EvaluateRequest>);
 export const validateEvaluateRequest = compileCheck<EvaluateRequest>(evaluateRequestSchema as unknown as yup.Schema<EvaluateRequest>);

@@ -1,7 +1,8 @@
 import { DECISIONS, EVENT_SOURCES, RISK_BANDS, type ErrorDetail } from '../api/types.js';
-import { decodeCursor } from '../events/cursor.js';
+import { hasCursorForm } from '../events/cursor.js';
 import type { EventFilter } from '../store/eventFilter.js';
 import { check, id, strictObject, yup } from './kit.js';
+import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
 import { parseInstant } from './timestamp.js';
 
 // CONTRACT "Decision Logs": the query string of GET /api/events and GET /api/events/stream. A bad
@@ -10,6 +11,8 @@ import { parseInstant } from './timestamp.js';
 const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
+/** What a cursor that is not one of the caller's is told (the query's `cursor`, a stream's Last-Event-ID). */
+export const NOT_OURS = 'is not a cursor this service issued to this environment';
 
 // A date (UTC midnight) or a date-time with its offset, on a real date; a time without an offset
 // would be ambiguous.
@@ -20,7 +23,7 @@ const instant = () =>
     .test('iso8601', '${path} must be an ISO 8601 date or date-time with an offset, on a real date (2024-05-01 or 2024-05-01T12:00:00Z)', (v) => v === undefined || dateOrInstant(v) !== undefined);
 
 const filterShape = {
-  operationKey: id(128),
+  operationKey: id(MAX_OPERATION_KEY_LENGTH),
   actorId: id(),
   resourceType: id(128),
   resourceId: id(),
@@ -30,7 +33,8 @@ const filterShape = {
   reason: yup.string().matches(CODE, '${path} must be a reason code (letters, digits, _ . : -, at most 128)'),
   from: instant(),
   to: instant(),
-  cursor: yup.string().test('cursor', '${path} is not a cursor this service issued', (v) => v === undefined || decodeCursor(v) !== undefined),
+  // Only its form: whose cursor it is, the route asks with the key's environment (events/cursor.ts).
+  cursor: yup.string().test('cursor', `\${path} ${NOT_OURS}`, (v) => v === undefined || hasCursorForm(v)),
 };
 const limit = yup
   .string()
@@ -43,8 +47,8 @@ type Query = Partial<Record<keyof typeof filterShape | 'limit', string>>;
 export interface EventQuery {
   filter: EventFilter;
   limit: number;
-  /** The seq the cursor names, when one was given. */
-  cursor?: number;
+  /** The cursor as given, of a cursor's form; the route decodes it in the key's environment. */
+  cursor?: string;
 }
 
 export type Checked = { ok: true; value: EventQuery } | { ok: false; details: ErrorDetail[] };
@@ -70,5 +74,5 @@ export function validateEventQuery(query: Record<string, unknown>, options: { st
     toMs,
   };
   for (const key of Object.keys(filter) as (keyof EventFilter)[]) if (filter[key] === undefined) delete filter[key];
-  return { ok: true, value: { filter, limit: q.limit === undefined ? DEFAULT_LIMIT : Number(q.limit), cursor: q.cursor === undefined ? undefined : decodeCursor(q.cursor) } };
+  return { ok: true, value: { filter, limit: q.limit === undefined ? DEFAULT_LIMIT : Number(q.limit), cursor: q.cursor } };
 }

@@ -1,17 +1,19 @@
 import { DECISIONS, type IngestRecord } from '../api/types.js';
-import { check, freeFormProblem, id as identifier, mapOf, strictObject, yup } from './kit.js';
+import { check, freeFormProblems, id as identifier, mapOf, problemsError, strictObject, yup } from './kit.js';
+import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
 
 // SPEC 2.3 with the bounds of SPEC 8. Lengths match the events columns; the telemetryId alphabet
-// keeps it usable as-is in GET /api/events/{telemetryId}.
-export const TELEMETRY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-export const TELEMETRY_ID_RULE = 'must be 1 to 128 letters, digits or . _ : -';
+// keeps it usable as-is in GET /api/events/{telemetryId}, where "." and ".." (any id of dots only,
+// to be safe) would be path segments that URL normalisation removes, so no GET could reach them.
+export const TELEMETRY_ID = /^(?!\.+$)[A-Za-z0-9._:-]{1,128}$/;
+export const TELEMETRY_ID_RULE = 'must be 1 to 128 letters, digits or . _ : -, and not only dots';
 const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
 const SUMMARY_MAX_BYTES = 4096;
 
 const id = (max: number) => identifier(max).required();
 
 export const ingestRecordSchema = strictObject({
-  operationKey: id(128),
+  operationKey: id(MAX_OPERATION_KEY_LENGTH),
   actorId: id(256),
   resourceType: id(128),
   resourceId: id(256),
@@ -30,8 +32,8 @@ export const ingestRecordSchema = strictObject({
       skipAbsent: true,
       test(v: object | undefined) {
         if (typeof v !== 'object' || v === null) return true;
-        const problem = freeFormProblem(v, this.path);
-        if (problem) return this.createError(problem);
+        const problems = freeFormProblems(v, this.path);
+        if (problems.length) return problemsError(this, problems);
         return Buffer.byteLength(JSON.stringify(v)) <= SUMMARY_MAX_BYTES || this.createError({ message: `\${path} must be at most ${SUMMARY_MAX_BYTES} bytes of JSON` });
       },
     }),

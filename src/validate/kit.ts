@@ -44,38 +44,51 @@ export const finite = () => yup.number().test({ name: 'finite', message: '${path
 /** How deeply free-form JSON (requestData's own keys, an ingested requestSummary) may nest objects and arrays. */
 export const MAX_NESTING = 8;
 
+/** How many problems of one free-form object are listed: enough to fix a body, bounded for a hostile one. */
+export const MAX_FREE_FORM_PROBLEMS = 20;
+
+type Problem = { path: string; message: string };
+
 /**
- * The first problem of a free-form JSON object, or undefined: a key that is not a safe identifier,
- * a string that is not safe text, a number that is not finite, or objects and arrays nested more
- * than MAX_NESTING deep (later JSON.stringify calls recurse and would overflow the stack). Walks
- * with a list of its own, so a deep value cannot overflow it here. `skip` names top-level keys
- * checked by a schema of their own.
+ * The problems of a free-form JSON object (the first MAX_FREE_FORM_PROBLEMS): keys that are not
+ * safe identifiers, strings that are not safe text, numbers that are not finite, and objects and
+ * arrays nested more than MAX_NESTING deep (later JSON.stringify calls recurse and would overflow
+ * the stack; what lies below one is not walked). Walks with a queue of its own, so a deep value
+ * cannot overflow it here. `skip` names top-level keys checked by a schema of their own.
  */
-export function freeFormProblem(root: object, path: string, skip?: ReadonlySet<string>): { path: string; message: string } | undefined {
-  const pending: [value: object, path: string, depth: number][] = [[root, path, 0]];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const [value, at, depth] = next;
+export function freeFormProblems(root: object, path: string, skip?: ReadonlySet<string>): Problem[] {
+  const problems: Problem[] = [];
+  // Breadth first, read by index (a queue without shift()): outer problems come first.
+  const queue: [value: object, path: string, depth: number][] = [[root, path, 0]];
+  for (let i = 0; i < queue.length; i++) {
+    const [value, at, depth] = queue[i]!;
     const isArray = Array.isArray(value);
     for (const key of Object.keys(value)) {
       if (depth === 0 && skip?.has(key)) continue;
-      if (!isArray && CONTROL_OR_LONE_SURROGATE.test(key)) return { path: at, message: `${at} has a key that ${SAFE_ID_MESSAGE}` };
+      if (!isArray && CONTROL_OR_LONE_SURROGATE.test(key)) problems.push({ path: at, message: `${at} has a key that ${SAFE_ID_MESSAGE}` });
       const child = (value as Record<string, unknown>)[key];
       // The path is built only for a problem or a container: most values are fine scalars.
       const childPath = () => (isArray ? `${at}[${key}]` : `${at}.${key}`);
       if (typeof child === 'string') {
-        if (NUL_OR_LONE_SURROGATE.test(child)) return { path: childPath(), message: `${childPath()} ${SAFE_TEXT_MESSAGE}` };
+        if (NUL_OR_LONE_SURROGATE.test(child)) problems.push({ path: childPath(), message: `${childPath()} ${SAFE_TEXT_MESSAGE}` });
       } else if (typeof child === 'number') {
-        if (!Number.isFinite(child)) return { path: childPath(), message: `${childPath()} must be a finite number` };
+        if (!Number.isFinite(child)) problems.push({ path: childPath(), message: `${childPath()} must be a finite number` });
       } else if (typeof child === 'object' && child !== null) {
-        if (depth + 1 > MAX_NESTING) return { path: childPath(), message: `${childPath()} nests objects and arrays deeper than ${MAX_NESTING} levels` };
-        pending.push([child, childPath(), depth + 1]);
+        if (depth + 1 > MAX_NESTING) problems.push({ path: childPath(), message: `${childPath()} nests objects and arrays deeper than ${MAX_NESTING} levels` });
+        else queue.push([child, childPath(), depth + 1]);
       }
+      if (problems.length >= MAX_FREE_FORM_PROBLEMS) return problems.slice(0, MAX_FREE_FORM_PROBLEMS);
     }
   }
-  return undefined;
+  return problems;
 }
 
-/** freeFormProblem as a yup test, for an object schema. */
+/** Problems as one yup error that lists each (toDetails makes each a detail), or true when there are none. */
+export function problemsError(ctx: yup.TestContext, problems: readonly Problem[]): yup.ValidationError | true {
+  return problems.length ? new yup.ValidationError(problems.map((p) => ctx.createError(p))) : true;
+}
+
+/** freeFormProblems as a yup test, for an object schema. */
 export function freeForm(declared: string[] = []) {
   const skip = new Set(declared);
   return {
@@ -83,8 +96,7 @@ export function freeForm(declared: string[] = []) {
     skipAbsent: true,
     test(this: yup.TestContext, v: object | null | undefined) {
       if (typeof v !== 'object' || v === null) return true;
-      const problem = freeFormProblem(v, this.path, skip);
-      return problem ? this.createError(problem) : true;
+      return problemsError(this, freeFormProblems(v, this.path, skip));
     },
   };
 }

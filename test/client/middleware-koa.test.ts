@@ -185,8 +185,10 @@ test('without a configured operation the x-svc-operation-key header names it; no
   const missing = await call('/any', { method: 'POST' });
   t.is(missing.status, 400);
   t.is(missing.body.error.code, 'missing_operation_key');
+  // The browser's mistake, not an outage (middleware-operation-header.test.ts).
   const unknown = await call('/any', { method: 'POST', headers: { 'x-svc-operation-key': 'no.such_operation' } });
-  t.is(unknown.status, 503);
+  t.is(unknown.status, 400);
+  t.is(unknown.body.error.code, 'unknown_operation');
 });
 
 test('TPS down: closed blocks with a synthetic deny, throw answers 503, open reaches the handler marked synthetic', async (t) => {

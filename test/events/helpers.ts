@@ -1,9 +1,11 @@
 import crypto from 'node:crypto';
 import { createKeyPair } from '../../src/auth/keys.js';
 import type { DecisionEvent, IngestRecord } from '../../src/api/types.js';
+import { CURSOR_SECRET, CursorCodec } from '../../src/events/cursor.js';
 import { parseSse } from '../../src/events/sseParser.js';
 import type { EventFilter } from '../../src/store/eventFilter.js';
 import type { EventRecord, KnexEventStore } from '../../src/store/eventStore.js';
+import { serviceSecret } from '../../src/store/serviceSecrets.js';
 import { get, type RunningTps } from '../helpers/tps.js';
 
 export const uid = (prefix = 't'): string => `${prefix}_${crypto.randomBytes(6).toString('hex')}`;
@@ -12,6 +14,11 @@ export const uid = (prefix = 't'): string => `${prefix}_${crypto.randomBytes(6).
 export async function newEnvironment(tps: RunningTps): Promise<{ environment: string; secretKey: string }> {
   const pair = await createKeyPair(tps.tps.keyStore, uid('env'));
   return { environment: pair.environment, secretKey: pair.secretKey };
+}
+
+/** The cursors a running server issues and accepts: under the secret its store keeps. */
+export async function serverCursors(tps: RunningTps): Promise<CursorCodec> {
+  return new CursorCodec(await serviceSecret(tps.tps.db.knex, CURSOR_SECRET));
 }
 
 export function ingestRecord(overrides: Partial<IngestRecord> = {}): IngestRecord {

@@ -1,7 +1,8 @@
+import crypto from 'node:crypto';
 import test from 'ava';
 import fs from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
-import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
+import { CursorCodec } from '../../src/events/cursor.js';
 import { parseSse, type SseState } from '../../src/events/sseParser.js';
 import { openDatabase, PAGE_SIZE, sqliteTooOld } from '../../src/store/db.js';
 import type { EventFilter } from '../../src/store/eventFilter.js';
@@ -150,7 +151,7 @@ for (const store of ['sqlite', 'postgres'] as StoreKind[]) {
       // All the way down leaves none of TPS's tables; up again gives a store that works.
       await step(async (db, schema) => {
         await db.knex.migrate.rollback({ migrationSource, schemaName: schema }, true);
-        for (const table of ['events', 'event_reasons', 'event_facets', 'event_time_marks', 'operations', 'api_keys', 'environments', 'policy_versions']) {
+        for (const table of ['events', 'event_reasons', 'event_facets', 'event_time_marks', 'operations', 'api_keys', 'environments', 'policy_versions', 'service_secrets']) {
           t.false(await db.knex.schema.withSchema(schema ?? '').hasTable(table), table);
         }
       });
@@ -480,10 +481,19 @@ test('[sqlite] a SQLite older than 3.51 (no jsonb_each for the event writer) is 
   }
 });
 
-test('cursors round-trip and anything else is refused', (t) => {
-  for (const seq of [0, 1, 42, 9_007_199_254_740_991]) t.is(decodeCursor(encodeCursor(seq)), seq);
-  for (const bad of ['', 'abc', encodeCursor(5).slice(1), Buffer.from('e1.-4').toString('base64url'), Buffer.from('e1.01').toString('base64url'), 'x'.repeat(60)]) {
-    t.is(decodeCursor(bad), undefined, bad);
+test('cursors round-trip in their environment and anything else is refused', (t) => {
+  const cursors = new CursorCodec(crypto.randomBytes(32));
+  for (const seq of [0, 1, 42, 9_007_199_254_740_991]) {
+    const cursor = cursors.encode('env', seq);
+    t.regex(cursor, /^[A-Za-z0-9_-]{22}$/);
+    t.is(cursors.decode('env', cursor), seq);
+    t.is(cursors.decode('other', cursor), undefined, 'another environment');
+    t.is(new CursorCodec(crypto.randomBytes(32)).decode('env', cursor), undefined, 'another secret');
+  }
+  const good = cursors.encode('env', 5);
+  const flipped = `${good[0] === 'A' ? 'B' : 'A'}${good.slice(1)}`;
+  for (const bad of ['', 'abc', good.slice(1), `${good}A`, flipped, Buffer.from('e1.5').toString('base64url'), Buffer.from('e1.1234567890123').toString('base64url'), 'x'.repeat(60)]) {
+    t.is(cursors.decode('env', bad), undefined, bad);
   }
 });
 

@@ -2,9 +2,8 @@
 // position as an `id:`, and a heartbeat carries the position once it has moved. A client that drops
 // before its first matching event resumes from there and misses nothing committed while it was away.
 import test from 'ava';
-import { decodeCursor } from '../../src/events/cursor.js';
 import { post, startTps, type RunningTps } from '../helpers/tps.js';
-import { ingestRecord, openStream, query } from './helpers.js';
+import { ingestRecord, openStream, query, serverCursors } from './helpers.js';
 
 /** GET /api/events/stream read as raw SSE blocks (the text up to each blank line), as they are on the wire. */
 async function rawStream(tps: RunningTps, params: Record<string, string> = {}) {
@@ -50,7 +49,7 @@ for (const store of ['sqlite', 'postgres'] as const) {
     first.close();
     const id = idOf(opening);
     t.truthy(id, `the opening block has no id: ${JSON.stringify(opening)}`);
-    t.is(decodeCursor(id!), await tps.tps.events.head(), 'the position is the head: the event before the connection is behind it');
+    t.is((await serverCursors(tps)).decode(tps.environment, id!), await tps.tps.events.head(), 'the position is the head: the event before the connection is behind it');
 
     // Committed while no stream was open.
     const inGap = await ingest(tps, 'deny');
@@ -71,12 +70,13 @@ test('a quiet stream: a heartbeat carries the position once events it does not m
   t.teardown(() => tps.close());
   const stream = await rawStream(tps, { decision: 'deny' });
   let moved: string | undefined;
+  const cursors = await serverCursors(tps);
   try {
     const opening = idOf(await stream.nextBlock());
     for (let i = 0; i < 3; i++) await ingest(tps, 'allow');
     const head = await tps.tps.events.head();
     // Heartbeats until one names the head (one may come before the hub has read the events).
-    for (let beats = 0; decodeCursor(moved ?? '') !== head; beats++) {
+    for (let beats = 0; cursors.decode(tps.environment, moved ?? '') !== head; beats++) {
       if (beats === 30) return t.fail(`30 heartbeats and none named the head (${head})`);
       const block = await stream.nextBlock();
       t.regex(block, /^(id: \S+\n)?: heartbeat$/);

@@ -1,16 +1,17 @@
 // Resuming the Event Stream from a cursor: a cursor past the newest event is refused before the
 // stream starts, and a stream resumed under steady commits goes live rather than re-reading the store.
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { decodeCursor, encodeCursor } from '../../src/events/cursor.js';
+import { CursorCodec } from '../../src/events/cursor.js';
 import { EventHub } from '../../src/events/hub.js';
 import { StreamSubscriber } from '../../src/events/subscriber.js';
 import { openDatabase } from '../../src/store/db.js';
 import type { EventFilter } from '../../src/store/eventFilter.js';
 import { KnexEventStore, type PageOptions, type StoredEvent } from '../../src/store/eventStore.js';
 import { freshDatabase, post, startTps, type RunningTps } from '../helpers/tps.js';
-import { generateEvents, ingestRecord, newEnvironment, openStream, query, uid } from './helpers.js';
+import { generateEvents, ingestRecord, newEnvironment, openStream, query, serverCursors, uid } from './helpers.js';
 
 /** A stream request that reads the body only when it is an ordinary (non-stream) answer. */
 async function request(tps: RunningTps, key: string, params: Record<string, string>, lastEventId?: string) {
@@ -39,6 +40,8 @@ for (const store of ['sqlite', 'postgres'] as const) {
     };
     for (let i = 0; i < 3; i++) await ingest();
     const head = await tps.tps.events.head();
+    const cursors = await serverCursors(tps);
+    const encodeCursor = (seq: number) => cursors.encode(environment, seq);
 
     for (const [params, lastEventId, path] of [
       [{}, encodeCursor(head + 1), 'Last-Event-ID'],
@@ -100,10 +103,11 @@ test('a stream resumed under steady commits catches up once, then takes every ev
   const db = await openDatabase(fresh.url);
   const store = new CountingStore(db);
   const hub = new EventHub(store, { pollMs: 1000, batch: 500 });
+  const cursors = new CursorCodec(crypto.randomBytes(32));
   const server = http.createServer((req, res) => {
     const cursor = req.headers['last-event-id'];
-    const subscriber = new StreamSubscriber(res, hub, store, 'env', {}, { maxQueue: 10_000, pageSize: 10, heartbeatMs: 60_000, stallMs: 60_000, retryMs: 1000 });
-    void subscriber.open(typeof cursor === 'string' ? decodeCursor(cursor) : undefined).then(() => subscriber.serve());
+    const subscriber = new StreamSubscriber(res, hub, store, 'env', {}, { maxQueue: 10_000, pageSize: 10, heartbeatMs: 60_000, stallMs: 60_000, retryMs: 1000 }, cursors);
+    void subscriber.open(typeof cursor === 'string' ? cursors.decode('env', cursor) : undefined).then(() => subscriber.serve());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -134,7 +138,7 @@ test('a stream resumed under steady commits catches up once, then takes every ev
       }
     })();
 
-    const stream = await openStream(url, 'unused', {}, encodeCursor(resumeAt));
+    const stream = await openStream(url, 'unused', {}, cursors.encode('env', resumeAt));
     try {
       t.is(stream.status, 200);
       const received = await stream.take(30 + 200);

@@ -1,6 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import crypto from 'node:crypto';
 import test from 'ava';
+import { CursorCodec } from '../../src/events/cursor.js';
 import { EventHub } from '../../src/events/hub.js';
 import { StreamSubscriber } from '../../src/events/subscriber.js';
 import { openDatabase } from '../../src/store/db.js';
@@ -14,7 +16,7 @@ test('a client that takes no data while its socket is full is disconnected; the 
   const store = new KnexEventStore(db);
   const hub = new EventHub(store, { pollMs: 20, batch: 500 });
   const server = http.createServer((_req, res) => {
-    const subscriber = new StreamSubscriber(res, hub, store, 'env', {}, { maxQueue: 2, pageSize: 50, heartbeatMs: 60_000, stallMs: 300, retryMs: 1000 });
+    const subscriber = new StreamSubscriber(res, hub, store, 'env', {}, { maxQueue: 2, pageSize: 50, heartbeatMs: 60_000, stallMs: 300, retryMs: 1000 }, new CursorCodec(crypto.randomBytes(32)));
     void subscriber.open(undefined).then(() => subscriber.serve());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

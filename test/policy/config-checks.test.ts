@@ -76,7 +76,7 @@ test("an operation's environments are names an environment can have: one that no
 
 // ---------------------------------------------------------------- condition values
 
-const LIST = 'a list of strings, numbers or booleans';
+const LIST = 'a non-empty list of strings, numbers or booleans';
 
 test("a condition's value must have the shape its operator takes, decorators stripped", (t) => {
   const refused = (condition: string, message: string) => t.deepEqual(problemsWith(withRule(condition)), [`rules/standard.yaml rules[0].when.all[0].value: rules[0].when.all[0].value ${message}`], condition);
@@ -88,7 +88,7 @@ test("a condition's value must have the shape its operator takes, decorators str
   refused('{ fact: session.geoChanged, operator: "not:exists", value: 1 }', 'must be true or false for operator not:exists');
   refused('{ fact: session.geoChanged, operator: exists, value: { fact: session.networkChanged } }', 'must be true or false for operator exists');
   refused('{ fact: metadata.requestedCount, operator: greaterThan, value: "100" }', 'must be a number for operator greaterThan');
-  refused('{ fact: metadata.localHour, operator: "someValue:lessThan", value: 3 }', 'must be a list of numbers for operator someValue:lessThan');
+  refused('{ fact: metadata.localHour, operator: "someValue:lessThan", value: 3 }', 'must be a non-empty list of numbers for operator someValue:lessThan');
   refused('{ fact: actor.roles, operator: contains, value: [admin] }', 'must be a string, number or boolean for operator contains');
   refused('{ fact: actor.id, operator: equal, value: [a, b] }', 'must be a string, number or boolean for operator equal');
   // After swap: the value stands where the fact would: contains looks inside it.

@@ -116,19 +116,23 @@ test('a broken fixture file is a located problem, not a silent pass', async (t) 
       '    expect: { decison: allow }',
       '  - name: bad request',
       '    base: nope',
+      '    expect: { decision: allow }',
       '  - name: invalid request',
       '    request: { actor: { id: a }, resource: { type: customer, id: c }, session: { continuityStrength: 3 } }',
+      '    expect: { decision: allow }',
       '',
     ].join('\n'),
   );
   cfg.write('rules/orphan.fixtures.yaml', 'cases: []\n');
-  cfg.write('rules/finance-export.fixtures.yaml', 'operation: customer.create\ncases:\n  - name: wrong operation\n    request: { actor: { id: a }, resource: { type: c, id: c } }\n');
+  cfg.write('rules/finance-export.fixtures.yaml', 'operation: customer.create\ncases:\n  - name: wrong operation\n    request: { actor: { id: a }, resource: { type: c, id: c } }\n    expect: { decision: allow }\n');
   const run = await runFixtures(cfg.dir);
   t.deepEqual(
     run.problems.map((p) => `${path.relative(cfg.dir, p.file)}:${p.line} ${p.path}: ${p.message}`),
     [
       'rules/finance-export.fixtures.yaml:1 operation: operation "customer.create" is bound to policy "standard", not "finance-export" which this file tests',
       'rules/orphan.fixtures.yaml:1 : no policy file orphan.yaml beside it: a fixture file is named after the policy file it tests',
+      // The misspelt decision is also a missing one.
+      'rules/standard.fixtures.yaml:4 cases[0].expect.decision: cases[0].expect.decision is required: every step asserts the decision it must reach, or it would pass whatever was decided',
       'rules/standard.fixtures.yaml:4 cases[0].expect.decison: cases[0].expect.decison is not a known field (did you mean "decision"?)',
     ],
   );
@@ -140,7 +144,7 @@ test('a broken fixture file is a located problem, not a silent pass', async (t) 
     again.problems.map((p) => `${path.relative(cfg.dir, p.file)}:${p.line} ${p.path}: ${p.message}`),
     [
       'rules/standard.fixtures.yaml:6 cases[1].base: base "nope" is not defined under bases',
-      'rules/standard.fixtures.yaml:8 cases[2].request: the request is not a valid evaluate request: session.continuityStrength must be at most 1',
+      'rules/standard.fixtures.yaml:9 cases[2].request: the request is not a valid evaluate request: session.continuityStrength must be at most 1',
     ],
   );
   t.deepEqual(again.results.map((r) => [r.name, r.ok]), [['typo', true]]);

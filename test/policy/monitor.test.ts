@@ -116,7 +116,7 @@ test('fixtures can expect the would-be decision of a monitored policy', async (t
       '      monitor: { decision: deny, reasons: [high_sensitivity_operation, sensitive_resource, policy_role_required] }',
       '  - name: wrong would-be decision',
       `    request: ${JSON.stringify(piiRequest)}`,
-      '    expect: { monitor: { decision: allow } }',
+      '    expect: { decision: allow, monitor: { decision: allow } }',
       '',
     ].join('\n'),
   );

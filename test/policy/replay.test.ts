@@ -27,8 +27,10 @@ function changedConfig() {
 
 /**
  * What the edits must change, read straight from the stored facts: not from the replay code.
- * Only first evaluations count for step-ups (a satisfied retry stays allowed); a redaction applies
- * to any allowed export, retry or not.
+ * First evaluations gain step-ups; a satisfied retry stays allowed unless the challenge it passed
+ * would no longer be asked: a payment of 5000 to 10000 challenged for its score got a passkey, and
+ * now gets the proof token of the large-payment rule, so its passkey retry is challenge_invalid. A
+ * redaction applies to any allowed export, retry or not.
  */
 function predict(events: StoredEvent[]): Map<string, number> {
   const expected = new Map<string, number>();
@@ -37,7 +39,9 @@ function predict(events: StoredEvent[]): Map<string, number> {
     if (e.source !== 'evaluate' || e.decision !== 'allow') continue;
     const f = e.explanation.facts as { requestData: { amount?: number }; metadata: { requestedCount: number } };
     const retry = e.explanation.challengeResult !== undefined;
-    if (e.operationKey === 'payment_transaction.create' && !retry && f.requestData.amount! >= 5000 && f.requestData.amount! < 10000) add('allow→step_up_required');
+    const passed = (e.requestSummary.challengeResult as { type?: string } | undefined)?.type;
+    const midAmount = () => f.requestData.amount! >= 5000 && f.requestData.amount! < 10000;
+    if (e.operationKey === 'payment_transaction.create' && midAmount() && (!retry || (e.explanation.challengeResult === 'satisfied' && passed === 'passkey'))) add('allow→step_up_required');
     if (e.operationKey === 'customer.create' && !retry && e.score >= 40) add('allow→step_up_required');
     if (e.operationKey === 'invoice.export' && f.metadata.requestedCount >= 500 && f.metadata.requestedCount < 1000) add('allow→allow_redacted');
   }

@@ -19,10 +19,11 @@ test('roles merge actor.role into actor.roles without duplicates', (t) => {
   t.deepEqual(buildFacts(base, op, 0).actor.roles, []);
 });
 
-test('the human signal age takes the fresher of the two fields', (t) => {
+test('the human signal age is the measured one when sent, else the timestamp\'s', (t) => {
   const now = Date.parse('2026-01-01T00:10:00Z');
   t.is(humanSignalAge({ recentHumanSignalAt: '2026-01-01T00:09:00Z' }, now), 60);
   t.is(humanSignalAge({ recentHumanSignalAt: '2026-01-01T00:09:00Z', recentHumanSignalAgeSeconds: 5 }, now), 5);
+  t.is(humanSignalAge({ recentHumanSignalAt: '2026-01-01T00:09:00Z', recentHumanSignalAgeSeconds: 240 }, now), 240, 'a fast browser clock does not make it fresher');
   t.is(humanSignalAge({ recentHumanSignalAgeSeconds: 500 }, now), 500);
   t.is(humanSignalAge({ recentHumanSignalAt: '2026-01-01T00:11:00Z' }, now), 0, 'a clock ahead of ours counts as now');
   t.is(humanSignalAge(undefined, now), undefined);

@@ -216,6 +216,7 @@ cases:
       actor: { id: u-1, authenticated: true }
       resource: { type: customer, id: c-1 }
       session: { continuityStrength: 0.9, recentHumanSignalAt: '${signal}' }
+    expect: { decision: allow }
 `;
   const fixtureFile = 'rules/standard.fixtures.yaml'; // customer.create's policy
   cfg.write(fixtureFile, fixture('2025-01-08T12:00:00', '2025-01-08T11:59:00Z'));

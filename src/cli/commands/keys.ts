@@ -2,10 +2,16 @@ import { readSettings } from '../../config/env.js';
 import { createKeyPair } from '../../auth/keys.js';
 import { openDatabase } from '../../store/db.js';
 import { KnexKeyStore } from '../../store/keyStore.js';
+import { openExistingStore } from '../readStore.js';
 import { envOption, out, UsageError, type Command } from '../command.js';
 
-async function withKeyStore<T>(fn: (store: KnexKeyStore) => Promise<T>): Promise<T> {
-  const db = await openDatabase(readSettings().databaseUrl);
+/**
+ * `create` opens the store as the server does, creating and migrating it, so keys can be made
+ * before a first start. `list` and `revoke` take it as it is: a misspelt DATABASE_URL must not
+ * create a store and answer "no keys" (or "no such key") from it.
+ */
+async function withKeyStore<T>(fn: (store: KnexKeyStore) => Promise<T>, { create = false } = {}): Promise<T> {
+  const db = create ? await openDatabase(readSettings().databaseUrl) : await openExistingStore('api_keys', 'key');
   try {
     return await fn(new KnexKeyStore(db.knex));
   } finally {
@@ -21,7 +27,7 @@ const create: Command = {
   async run({ values }) {
     const env = envOption(values.env);
     if (!env) throw new UsageError('--env NAME is required');
-    const pair = await withKeyStore((store) => createKeyPair(store, env, (values.label as string | undefined) ?? null));
+    const pair = await withKeyStore((store) => createKeyPair(store, env, (values.label as string | undefined) ?? null), { create: true });
     out(`environment:     ${pair.environment}`);
     out(`secret key:      ${pair.secretKey}   (id ${pair.secret.id})`);
     out(`publishable key: ${pair.publishableKey}   (id ${pair.publishable.id})`);
@@ -60,10 +66,8 @@ const revoke: Command = {
     const id = positionals[0];
     if (!id) throw new UsageError('usage: tps keys revoke ID');
     const done = await withKeyStore((store) => store.revoke(id, Date.now()));
-    if (!done) {
-      out(`no active key with id ${id}`);
-      return 1;
-    }
+    // An error, so on stderr, as every command's.
+    if (!done) throw new Error(`no active key with id ${id}`);
     out(`revoked ${id}`);
     return 0;
   },

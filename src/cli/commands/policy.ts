@@ -1,11 +1,14 @@
-import { readSettings } from '../../config/env.js';
 import { compileCatalog, type Catalog } from '../../policy/catalog.js';
 import { loadConfigDir } from '../../policy/load.js';
 import { ConfigError, formatProblem } from '../../policy/problems.js';
 import { err, out, UsageError, type Command } from '../command.js';
 
-/** The configuration folder: the positional DIR, else TPS_CONFIG_DIR, else the working directory. */
-export const configDirOf = (positional?: string): string => positional ?? readSettings().configDir;
+/**
+ * The configuration folder: the positional DIR, else TPS_CONFIG_DIR, else the working directory
+ * (empty counts as unset, as in readSettings). Read alone, not through readSettings, which checks
+ * every server variable: a shell's PORT or LOG_LEVEL must not stop `tps validate`.
+ */
+export const configDirOf = (positional?: string): string => positional ?? (process.env.TPS_CONFIG_DIR || '.');
 
 /** Loads and compiles exactly as the server does (loadConfigDir + compileCatalog), or throws every problem. */
 export function loadWorkingTree(dir: string): Catalog {

@@ -1,3 +1,7 @@
+import type { Knex } from 'knex';
+import { readSettings } from '../../config/env.js';
+import { didYouMean } from '../../lib/suggest.js';
+import type { Catalog } from '../../policy/catalog.js';
 import { replay } from '../../replay/replay.js';
 import { formatReplay } from '../../replay/report.js';
 import { parseInstant } from '../../validate/timestamp.js';
@@ -14,10 +18,27 @@ function time(value: unknown, flag: string): number | undefined {
   return ms;
 }
 
+/** Exit status of --fail-on-change when a decision or another part of an answer changes. */
+export const EXIT_CHANGED = 3;
+
+/** The operations the stored events name (the small facet table, not a scan of the events). */
+async function storedOperations(knex: Knex): Promise<string[]> {
+  const table = (await knex.schema.hasTable('event_facets')) ? 'event_facets' : 'events';
+  return (await knex(table).distinct('operation_key')).map((r: { operation_key: string }) => r.operation_key);
+}
+
+/** A misspelt --operation would select nothing and report "0 of 0" as a success. */
+async function checkOperation(knex: Knex, catalog: Catalog, operation: string | undefined): Promise<void> {
+  if (operation === undefined || catalog.operations.has(operation)) return;
+  const stored = await storedOperations(knex);
+  if (stored.includes(operation)) return;
+  throw new UsageError(`--operation "${operation}" is neither configured in the working tree nor found among the stored events${didYouMean(operation, [...catalog.operations.keys(), ...stored])}`);
+}
+
 const replayCommand: Command = {
   words: ['replay'],
-  usage: 'replay [DIR] [--since T] [--until T] [--operation KEY] [--env NAME] [--limit N] [--format text|json]',
-  summary: "re-decide stored events with the working tree's policies; show what would change",
+  usage: 'replay [DIR] [--since T] [--until T] [--operation KEY] [--env NAME] [--limit N] [--format text|json] [--fail-on-change]',
+  summary: `re-decide stored events with the working tree's policies; show what would change (--fail-on-change: exit ${EXIT_CHANGED} if any)`,
   options: {
     since: { type: 'string' },
     until: { type: 'string' },
@@ -26,6 +47,7 @@ const replayCommand: Command = {
     limit: { type: 'string' },
     format: { type: 'string' },
     samples: { type: 'string' },
+    'fail-on-change': { type: 'boolean' },
   },
   async run({ values, positionals }) {
     const format = (values.format as string | undefined) ?? 'text';
@@ -41,10 +63,13 @@ const replayCommand: Command = {
       environment: envOption(values.env),
       limit,
       samples,
+      challengeTtlMs: readSettings().challengeTtlSeconds * 1000,
     };
+    if (options.since !== undefined && options.until !== undefined && options.until <= options.since) throw new UsageError('--until must be after --since (the window is since inclusive, until exclusive)');
     const catalog = loadWorkingTree(configDirOf(positionals[0]));
     const db = await openEventsToRead();
     try {
+      await checkOperation(db.knex, catalog, options.operation);
       const report = await replay(
         db.knex,
         catalog,
@@ -52,10 +77,10 @@ const replayCommand: Command = {
         format === 'text' && process.stderr.isTTY ? (n) => err(`\r… ${n} events`) : undefined,
       );
       out(format === 'json' ? JSON.stringify(report, null, 2) : formatReplay(report));
+      return values['fail-on-change'] && report.changed + report.outcomeChanged > 0 ? EXIT_CHANGED : 0;
     } finally {
       await db.close();
     }
-    return 0;
   },
 };
 

@@ -19,10 +19,8 @@ const toFixture: Command = {
       const q = db.knex<EventRow>('events').where('telemetry_id', telemetryId);
       if (env) q.where('environment', env);
       const rows: EventRow[] = await q.limit(2);
-      if (rows.length === 0) {
-        out(`no event with telemetryId ${telemetryId}${env ? ` in environment ${env}` : ''}`);
-        return 1;
-      }
+      // An error, so on stderr: `>> rules/x.fixtures.yaml` must not append it to the fixtures.
+      if (rows.length === 0) throw new Error(`no event with telemetryId ${telemetryId}${env ? ` in environment ${env}` : ''}`);
       if (rows.length > 1) throw new UsageError(`telemetryId ${telemetryId} exists in several environments: name one with --env`);
       const event = fromRow(rows[0]!);
       const c = eventToFixtureCase(event, catalog, values.name as string | undefined);

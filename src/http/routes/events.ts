@@ -3,14 +3,14 @@ import { ApiError } from '../../api/errors.js';
 import type { EventPage, IngestResponse } from '../../api/types.js';
 import type { KeyRing } from '../../auth/keyring.js';
 import { bearerKey } from '../../auth/keys.js';
-import { decodeCursor, encodeCursor } from '../../events/cursor.js';
+import type { CursorCodec } from '../../events/cursor.js';
 import type { EventHub } from '../../events/hub.js';
 import type { Ingestor } from '../../events/ingest.js';
 import { toPublicEvent } from '../../events/publicEvent.js';
 import { StreamSubscriber, type StreamOptions } from '../../events/subscriber.js';
 import type { KnexEventStore } from '../../store/eventStore.js';
 import type { PolicyVersionStore } from '../../store/policyVersionStore.js';
-import { validateEventQuery } from '../../validate/eventQuery.js';
+import { NOT_OURS, validateEventQuery } from '../../validate/eventQuery.js';
 import { TELEMETRY_ID, TELEMETRY_ID_RULE, validateIngestRecord } from '../../validate/ingestRecord.js';
 import { storeReadFailed, type Ctx, type Middleware, type TpsState } from '../middleware.js';
 
@@ -22,6 +22,8 @@ export interface EventRoutesDeps {
   stream: StreamOptions;
   /** The stream checks its key again as it runs (a revocation ends it). */
   keys: Pick<KeyRing, 'authenticate'>;
+  /** Cursors (nextCursor, stream ids) under the service's secret, each valid in its own environment only. */
+  cursors: CursorCodec;
 }
 
 function query(ctx: Ctx, stream: boolean) {
@@ -29,6 +31,8 @@ function query(ctx: Ctx, stream: boolean) {
   if (!checked.ok) throw new ApiError('invalid_request', 'the event query is invalid', checked.details);
   return checked.value;
 }
+
+const invalidCursor = (path: 'cursor' | 'Last-Event-ID', why: string) => new ApiError('invalid_request', 'the event query is invalid', [{ path, message: `${path} ${why}` }]);
 
 /** Ingest, Decision Logs and Event Stream (CONTRACT); every read is scoped to the key's environment. */
 export function eventRoutes(guard: Middleware[], json: Middleware[], deps: EventRoutesDeps): Router<TpsState> {
@@ -42,7 +46,7 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
     try {
       outcome = await deps.ingestor.ingest(ctx.state.principal.environment, checked.value);
     } catch (err) {
-      throw new ApiError('store_unavailable', 'the event could not be recorded; nothing was stored, retry the ingest', undefined, undefined, err);
+      throw ApiError.storeUnavailable('the event could not be recorded; nothing was stored, retry the ingest', err);
     }
     if (outcome === 'conflict') throw new ApiError('telemetry_id_conflict', `telemetryId "${telemetryId}" is already stored with different content`);
     ctx.status = outcome === 'stored' ? 201 : 200;
@@ -51,29 +55,31 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
 
   router.get('/api/events', ...guard, async (ctx) => {
     const q = query(ctx, false);
+    const { environment } = ctx.state.principal;
+    const before = q.cursor === undefined ? undefined : deps.cursors.decode(environment, q.cursor);
+    if (q.cursor !== undefined && before === undefined) throw invalidCursor('cursor', NOT_OURS);
     // One extra row says whether another page exists, so the last page has no cursor.
-    const rows = await deps.store.page(ctx.state.principal.environment, q.filter, { order: 'desc', before: q.cursor, limit: q.limit + 1 }).catch(storeReadFailed);
+    const rows = await deps.store.page(environment, q.filter, { order: 'desc', before, limit: q.limit + 1 }).catch(storeReadFailed);
     const events = rows.slice(0, q.limit);
-    ctx.body = { events: events.map(toPublicEvent), nextCursor: rows.length > q.limit ? encodeCursor(events[events.length - 1]!.seq) : null } satisfies EventPage;
+    ctx.body = { events: events.map(toPublicEvent), nextCursor: rows.length > q.limit ? deps.cursors.encode(environment, events[events.length - 1]!.seq) : null } satisfies EventPage;
   });
 
   router.get('/api/events/stream', ...guard, async (ctx) => {
     const q = query(ctx, true);
+    const { keyId, environment } = ctx.state.principal;
+    // Last-Event-ID (an EventSource reconnecting) wins over ?cursor=.
     const lastEventId = ctx.get('last-event-id');
-    const resumeAfter = lastEventId ? decodeCursor(lastEventId) : q.cursor;
-    const badCursor = (why: string) => {
-      const path = lastEventId ? 'Last-Event-ID' : 'cursor';
-      return new ApiError('invalid_request', 'the event query is invalid', [{ path, message: `${path} ${why}` }]);
-    };
-    if (lastEventId && resumeAfter === undefined) throw badCursor('is not a cursor this service issued');
+    const path = lastEventId ? 'Last-Event-ID' : 'cursor';
+    const cursor = lastEventId || q.cursor;
+    const resumeAfter = cursor === undefined ? undefined : deps.cursors.decode(environment, cursor);
+    if (cursor !== undefined && resumeAfter === undefined) throw invalidCursor(path, NOT_OURS);
     // The guard checked the key at connect; a stream outlives that check, so it asks again as it runs.
     const key = bearerKey(ctx.get('authorization'));
-    const { keyId, environment } = ctx.state.principal;
     const keyStands = async () => key !== undefined && (await deps.keys.authenticate(key))?.keyId === keyId;
-    const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, environment, q.filter, deps.stream, keyStands);
+    const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, environment, q.filter, deps.stream, deps.cursors, keyStands);
     const opened = await subscriber.open(resumeAfter).catch(storeReadFailed);
     // Past the newest event, the stream would never send a thing.
-    if (!opened) throw badCursor('is past the newest event: not a cursor this service issued');
+    if (!opened) throw invalidCursor(path, 'is past the newest event: not a cursor this service issued');
     // From here the subscriber writes the response for as long as the client stays; Koa lets go of it.
     ctx.respond = false;
     subscriber.serve();

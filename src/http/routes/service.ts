@@ -14,6 +14,15 @@ export interface ReadinessSource {
   evaluationHeldBack?(): number;
 }
 
+/** The error of a 503 from /readyz: what keeps the service from being ready. Its code is this route's own, not an API call's. */
+function notReady(storeDown: boolean, heldBackSeconds: number): { code: 'not_ready'; message: string } {
+  const why = [
+    ...(storeDown ? ['the store is unreachable'] : []),
+    ...(heldBackSeconds ? [`the evaluation thread is held back; it starts again in ${heldBackSeconds} s`] : []),
+  ];
+  return { code: 'not_ready', message: `not ready: ${why.join('; ')}` };
+}
+
 /** Liveness, readiness, metrics and the API description: no key needed. */
 export function serviceRoutes(db: Database, config: ReadinessSource, metricsText: MetricsText): Router<TpsState> {
   const router = new Router<TpsState>();
@@ -34,6 +43,8 @@ export function serviceRoutes(db: Database, config: ReadinessSource, metricsText
     ctx.status = ready ? 200 : 503;
     if (heldBack) ctx.set('retry-after', String(heldBack));
     ctx.body = {
+      // A 503 is an error answer like any other (CONTRACT "Errors"), with the readiness fields beside it.
+      ...(ready ? {} : { error: notReady(store !== 'ok', heldBack) }),
       status: ready ? 'ready' : 'not_ready',
       store: { status: store, dialect: db.dialect },
       evaluation: heldBack ? { status: 'restarting', retryAfterSeconds: heldBack } : { status: 'ok' },
