@@ -118,7 +118,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     closers.push(() => state.close());
 
     const commits = db.dialect === 'sqlite' ? options.eventCommits : undefined;
-    const events = new KnexEventStore(db, { commits });
+    const events = new KnexEventStore(db, { commits, logger });
     metrics.eventWriter.set({ writer: commits ? 'primary' : 'self' }, 1);
     const hub = new EventHub(events, { pollMs: settings.events.streamPollMs, batch: 500, logger });
     const ingestor = new Ingestor(events, { maxBatch: settings.commitMaxBatch, maxDelayMs: settings.commitMaxDelayMs, onCommit: () => hub.notify() });

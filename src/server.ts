@@ -45,6 +45,7 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    reloads.stop(() => logger.info({ signal: 'SIGHUP' }, 'reload ignored: TPS is stopping'));
     logger.info({ signal }, 'TPS stopping');
     await tps.close();
     process.exit(0);
@@ -58,13 +59,17 @@ async function main(): Promise<void> {
  * process still starting: caught from main()'s first line. One that comes before the service is
  * built is applied once it is, not dropped: start-up reads the files before it opens and migrates
  * the store, which may take long, so the signal may follow an edit that start-up did not see.
- * Several before then make one reload.
+ * Several before then make one reload. Once the service stops, one is ignored: it would read the
+ * files and write to the store being closed; it stays caught, as its default action would end the
+ * process mid-close.
  */
-function catchReloads(): { ready(reload: () => Promise<unknown>): void; release(): void } {
+function catchReloads(): { ready(reload: () => Promise<unknown>): void; release(): void; stop(ignored: () => void): void } {
   let reload: (() => Promise<unknown>) | undefined;
   let owed = false;
+  let ignored: (() => void) | undefined;
   const onSignal = () => {
-    if (reload) void reload();
+    if (ignored) ignored();
+    else if (reload) void reload();
     else owed = true;
   };
   process.on('SIGHUP', onSignal);
@@ -74,6 +79,7 @@ function catchReloads(): { ready(reload: () => Promise<unknown>): void; release(
       if (owed) void r();
     },
     release: () => void process.off('SIGHUP', onSignal),
+    stop: (onIgnored) => void (ignored = onIgnored),
   };
 }
 

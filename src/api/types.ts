@@ -229,6 +229,16 @@ export interface DecisionEvent {
   explanation: Explanation;
 }
 
+/**
+ * An event whose stored explanation this TPS cannot decode (written by a newer version during a
+ * rolling upgrade, or a damaged row), as the Decision Logs, the stream and `tps events export` give
+ * it: `explanation` null, `explanationUnreadable` true, every other field as stored.
+ */
+export type UnreadableDecisionEvent = Omit<DecisionEvent, 'explanation'> & { explanation: null; explanationUnreadable: true };
+
+/** An event as the Decision Logs, the stream and export give it. */
+export type LoggedEvent = DecisionEvent | UnreadableDecisionEvent;
+
 export interface Explanation {
   signals: SignalContribution[];
   rules: RuleOutcome[];
@@ -269,6 +279,6 @@ export interface EventFilters {
 
 /** CONTRACT "Decision Logs": the answer of GET /api/events. */
 export interface EventPage {
-  events: DecisionEvent[];
+  events: LoggedEvent[];
   nextCursor: string | null;
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { readSettings } from '../config/env.js';
 import { isPostgresUrl, openDatabase, sqlitePath, type Database } from '../store/db.js';
+import { migrationLevel } from '../store/migrationLevel.js';
 
 /** The SQLite file DATABASE_URL names; undefined for PostgreSQL and for a database in memory. */
 function sqliteFile(url: string | undefined): string | undefined {
@@ -15,12 +16,26 @@ const noStore = (what: string, table: string, where: string) => new Error(`no TP
  * migrated: a review tool pointed at the wrong database must not create TPS's tables there and
  * then report "0 events" with success, so a store without an events table is an error, and so is
  * a SQLite file that does not exist (opening it would create it, and its folder). No checkpointer
- * either: the server writing the file checkpoints it.
+ * either: the server writing the file checkpoints it. A store an older TPS left behind lacks tables
+ * and indexes the reads use: refused with one line, not a raw SQL error midway.
  */
-export const openEventsToRead = (): Promise<Database> => openExistingStore('events', 'event');
+export async function openEventsToRead(): Promise<Database> {
+  const db = await openExistingStore('events', 'event');
+  try {
+    const level = await migrationLevel(db.knex);
+    if (level.behind) throw new Error(`the store at ${db.describe} is at migration ${level.at ?? 'none'}; start a current TPS once to migrate it`);
+  } catch (e) {
+    await db.close();
+    throw e;
+  }
+  return db;
+}
 
-/** The store named by DATABASE_URL as it is, as openEventsToRead opens it; `table` must be there (keys list and revoke: api_keys). */
-export async function openExistingStore(table: string, what: string): Promise<Database> {
+/**
+ * The store named by DATABASE_URL as it is, as openEventsToRead opens it; `table` must be there
+ * (keys list and revoke: api_keys). `writes`: a SQLite file's WAL is checkpointed at close.
+ */
+export async function openExistingStore(table: string, what: string, { writes = false } = {}): Promise<Database> {
   const url = readSettings().databaseUrl;
   const file = sqliteFile(url);
   if (file !== undefined && !fs.existsSync(file)) throw noStore(what, table, `sqlite:${file} (no such file)`);
@@ -31,5 +46,22 @@ export async function openExistingStore(table: string, what: string): Promise<Da
     await db.close();
     throw e;
   }
-  return db;
+  return writes ? checkpointedAtClose(db) : db;
+}
+
+/**
+ * SQLite never checkpoints on its own (wal_autocheckpoint=0, db.ts), and only a server runs the
+ * checkpointer: with none running, and the file open elsewhere (an export, a shell), a write would
+ * stay in the WAL, outside the database file a backup copies. It is copied back before closing
+ * (PASSIVE: it never waits for a reader; a running server's checkpointer does the rest).
+ */
+export function checkpointedAtClose(db: Database): Database {
+  if (db.dialect !== 'sqlite') return db;
+  return {
+    ...db,
+    async close() {
+      await db.knex.raw('PRAGMA wal_checkpoint(PASSIVE)').catch(() => undefined);
+      await db.close();
+    },
+  };
 }

@@ -42,22 +42,16 @@ export class TpsError extends Error {
    * (bad key, bad payload, unknown operation) and failing open on it would hide the bug.
    */
   get unavailable(): boolean {
-    switch (this.code) {
-      case 'timeout':
-      case 'network_error':
-      case 'invalid_response':
-        return true;
-      case 'aborted':
-      case 'unknown_decision':
-        return false;
-    }
-    return this.status !== undefined && (this.status >= 500 || this.status === 429);
+    if (this.code === 'aborted' || this.code === 'unknown_decision') return false;
+    // The status first: a 429 or a 4xx whose body then stalled or broke is still that answer.
+    if (this.status !== undefined && this.status >= 400) return this.status >= 500 || this.status === 429;
+    return this.code === 'timeout' || this.code === 'network_error' || this.code === 'invalid_response';
   }
 }
 
 /** The error of a call ended by the caller's own signal: while in flight, or while waiting to retry. */
-export function abortedError(cause?: unknown, requestId?: string): TpsError {
-  return new TpsError({ code: 'aborted', message: 'The call to TPS was aborted by the caller', requestId, cause });
+export function abortedError(cause?: unknown, requestId?: string, status?: number): TpsError {
+  return new TpsError({ code: 'aborted', message: 'The call to TPS was aborted by the caller', status, requestId, cause });
 }
 
 export function isTpsError(value: unknown): value is TpsError {

@@ -2,7 +2,7 @@
 // fetch, so it runs unchanged on Node 20+, Cloudflare-style workers and edge runtimes.
 
 import { DECISIONS } from '../api/types.js';
-import type { DecisionEvent, EvaluateRequest, EventFilters, EventPage, IngestRecord, IngestResponse } from '../api/types.js';
+import type { LoggedEvent, EvaluateRequest, EventFilters, EventPage, IngestRecord, IngestResponse } from '../api/types.js';
 import { TpsError } from './errors.js';
 import { failureModeFor, validateFailureMode, type FailureMode, type FailureModeOption } from './failure-mode.js';
 import { retryPolicy, withRetry, type RetryPolicy } from './retry.js';
@@ -42,9 +42,9 @@ export interface TpsClient {
   ingest(record: IngestRecord, options?: { signal?: AbortSignal }): Promise<IngestResponse>;
   events: {
     list(filters?: EventFilters, options?: { signal?: AbortSignal }): Promise<EventPage>;
-    get(telemetryId: string, options?: { signal?: AbortSignal }): Promise<DecisionEvent>;
+    get(telemetryId: string, options?: { signal?: AbortSignal }): Promise<LoggedEvent>;
     /** Every matching event, newest first, following nextCursor page by page. */
-    iterate(filters?: EventFilters): AsyncGenerator<DecisionEvent>;
+    iterate(filters?: EventFilters): AsyncGenerator<LoggedEvent>;
   };
 }
 
@@ -79,15 +79,32 @@ function timeoutOf(value: unknown): number {
   return value;
 }
 
+/**
+ * The base URL, checked once: fetch refuses a URL with a user name or password on every call, with
+ * a message holding the password, which would land in each TpsError and synthetic failure. Neither
+ * message here quotes the value.
+ */
+function checkBaseUrl(value: unknown): string {
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' && /^https?:\/\//.test(value) ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url) throw new TypeError('TPS: baseUrl must be an http(s) URL such as https://tps.internal:8787');
+  if (url.username || url.password) {
+    throw new TypeError('TPS: baseUrl must not carry a user name or password (user:password@); the secretKey is sent as a bearer token');
+  }
+  return (value as string).replace(/\/+$/, '');
+}
+
 export function createClient(options: ClientOptions): TpsClient {
   const secretKey = checkSecretKey(options.secretKey);
-  if (typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) {
-    throw new TypeError('TPS: baseUrl must be an http(s) URL such as https://tps.internal:8787');
-  }
+  const baseUrl = checkBaseUrl(options.baseUrl);
   validateFailureMode(options.failureMode);
   const fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const config: TransportConfig = {
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    baseUrl,
     secretKey,
     timeoutMs: timeoutOf(options.timeoutMs),
     fetch: fetchImpl,
@@ -129,7 +146,7 @@ export function createClient(options: ClientOptions): TpsClient {
     },
     async get(telemetryId, callOptions = {}) {
       const path = `/api/events/${encodeURIComponent(telemetryId)}`;
-      return (await send<DecisionEvent>(config, { method: 'GET', path, signal: callOptions.signal })).body;
+      return (await send<LoggedEvent>(config, { method: 'GET', path, signal: callOptions.signal })).body;
     },
     async *iterate(filters = {}) {
       let cursor = filters.cursor;

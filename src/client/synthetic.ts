@@ -3,7 +3,7 @@
 // real evaluations, and their telemetryId is prefixed so it is never looked up in the Event Stream.
 
 import type { EvaluateRequest, EvaluateResponse } from '../api/types.js';
-import type { TpsError } from './errors.js';
+import { TpsError } from './errors.js';
 
 export interface Evaluation extends EvaluateResponse {
   /** True when the client made this decision itself because TPS was unavailable. */
@@ -33,4 +33,10 @@ export function syntheticDecision(tx: EvaluateRequest, mode: 'open' | 'closed', 
     synthetic: true,
     failure: { code: String(error.code), message: error.message, status: error.status, requestId: error.requestId },
   };
+}
+
+/** The failure a synthetic decision stands for, as the TpsError it was made from (for onError). */
+export function syntheticFailure(evaluation: Evaluation): TpsError | undefined {
+  if (evaluation.synthetic !== true || !evaluation.failure) return undefined;
+  return new TpsError({ ...evaluation.failure });
 }

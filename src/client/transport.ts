@@ -52,6 +52,7 @@ export async function send<T>(config: TransportConfig, req: HttpRequest): Promis
 
   let status = 0;
   let requestId: string | undefined;
+  let retryAfterSeconds: number | undefined;
   try {
     const headers: Record<string, string> = { authorization: `Bearer ${config.secretKey}`, accept: 'application/json' };
     if (req.body !== undefined) headers['content-type'] = 'application/json';
@@ -63,6 +64,7 @@ export async function send<T>(config: TransportConfig, req: HttpRequest): Promis
     });
     status = res.status;
     requestId = res.headers.get('x-request-id') ?? undefined;
+    retryAfterSeconds = retryAfter(res.headers);
     const text = await res.text();
     let parsed: unknown;
     try {
@@ -81,15 +83,21 @@ export async function send<T>(config: TransportConfig, req: HttpRequest): Promis
       status,
       requestId,
       details: Array.isArray(error?.details) ? error.details : undefined,
-      retryAfterSeconds: retryAfter(res.headers),
+      retryAfterSeconds,
     });
   } catch (err) {
     if (err instanceof TpsError) throw err;
-    if (timedOut) throw new TpsError({ code: 'timeout', message: `TPS did not answer within ${config.timeoutMs} ms`, requestId, cause: err });
-    if (req.signal?.aborted) throw abortedError(err, requestId);
-    // A failure after the headers arrived (body cut off) still means no usable answer.
-    const message = err instanceof Error ? err.message : String(err);
-    throw new TpsError({ code: 'network_error', message: `Could not reach TPS at ${config.baseUrl}: ${message}`, status: status || undefined, requestId, cause: err });
+    // Once the headers arrived, the error keeps their status (and retry-after): a 429 or a 4xx whose
+    // body stalls or breaks is still that answer, and TpsError.unavailable decides from it first.
+    const answered = { status: status || undefined, requestId, retryAfterSeconds };
+    if (timedOut) {
+      const message = status === 0 ? `TPS did not answer within ${config.timeoutMs} ms` : `TPS answered HTTP ${status}, but its body did not arrive within ${config.timeoutMs} ms`;
+      throw new TpsError({ code: 'timeout', message, ...answered, cause: err });
+    }
+    if (req.signal?.aborted) throw abortedError(err, requestId, answered.status);
+    const reason = err instanceof Error ? err.message : String(err);
+    const message = status === 0 ? `Could not reach TPS at ${config.baseUrl}: ${reason}` : `TPS answered HTTP ${status}, but its body could not be read: ${reason}`;
+    throw new TpsError({ code: 'network_error', message, ...answered, cause: err });
   } finally {
     clearTimeout(timer);
     req.signal?.removeEventListener('abort', onCallerAbort);

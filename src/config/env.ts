@@ -37,7 +37,7 @@ export interface Settings {
   /** A Server-Timing header on evaluate's answers (TPS_SERVER_TIMING): where the time went, for diagnosis and the benchmark. */
   serverTiming: boolean;
   ai: { url?: string; model?: string; apiKey?: string; timeoutMs?: number };
-  /** Hot reload (docs/policy-as-code.md): watch operations/ and rules/ (TPS_WATCH_CONFIG), debounced. SIGHUP reloads either way. */
+  /** Hot reload (the README section of that name): watch operations/ and rules/ (TPS_WATCH_CONFIG), debounced. SIGHUP reloads either way. */
   watchConfig: boolean;
   watchDebounceMs: number;
   /** How long changed files must stay as read before a watched reload compiles them (TPS_WATCH_SETTLE_MS); 0: no wait. */

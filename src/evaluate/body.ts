@@ -1,7 +1,7 @@
 import bourne from '@hapi/bourne';
 import { ApiError, invalidJson } from '../api/errors.js';
 import type { EvaluateRequest } from '../api/types.js';
-import { validateEvaluateApiRequest } from '../validate/evaluateRequest.js';
+import { validateEvaluateRequest } from '../validate/evaluateRequest.js';
 import type { Evaluation, Evaluator } from './evaluator.js';
 
 // koa-bodyparser's strict JSON: an object or an array, an empty body read as {}.
@@ -20,7 +20,7 @@ export function parseJsonBody(text: string): unknown {
 
 /** The evaluate route's work from the body's text on, in whichever thread evaluates: parse → validate → evaluate. */
 export function evaluateBody(evaluator: Evaluator, environment: string, text: string): Promise<Evaluation> {
-  const checked = validateEvaluateApiRequest(parseJsonBody(text));
+  const checked = validateEvaluateRequest(parseJsonBody(text));
   if (!checked.ok) throw new ApiError('invalid_request', 'the evaluate request is invalid', checked.details);
   return evaluator.evaluate(environment, checked.value as EvaluateRequest);
 }

@@ -55,8 +55,8 @@ function challengeState(req: EvaluateRequest, stored: StoredChallenge | undefine
   const result = req.challengeResult;
   if (!result || result.passed === undefined) return { kind: 'none' };
   if (!result.passed) return { kind: 'failed' };
-  // The API requires the type with passed true (validate/evaluateRequest.ts); only offline retries
-  // (replay, a fixture's `retry: true`) leave it out, meaning whichever challenge was asked.
+  // Every request names the type with passed true (validate/evaluateRequest.ts); only the replay of
+  // a retry stored before that rule leaves it out, meaning whichever challenge was asked.
   if (!stored || (result.type !== undefined && result.type !== stored.type)) return { kind: 'invalid' };
   return { kind: 'satisfied', score: stored.score, band: stored.band, reasons: stored.reasons };
 }

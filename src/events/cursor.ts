@@ -5,6 +5,11 @@ import crypto from 'node:crypto';
 // could forge cursors to find its own events' seqs. A cursor is therefore one AES block (a keyed
 // permutation) under the service's secret: the seq, then a tag of the environment. It reads as
 // noise, and one of another environment, or forged, fails its tag.
+//
+// A cursor is an event's (nextCursor, a stream's event id) or a position's (a stream's opening and
+// heartbeat ids): a list before an event excludes it, one at a position has handled everything up
+// to it and so includes its seq. The seq's top bit tells them apart (seqs stay below 2^53).
+const POSITION = 1n << 63n;
 const BLOCK = 16;
 const TAG = 8;
 // 16 bytes in base64url: 21 characters, then one whose low 4 bits are zero.
@@ -28,20 +33,36 @@ export class CursorCodec {
     this.macKey = derive(secret, 'environment tag');
   }
 
+  /** The cursor of the event at seq. */
   encode(environment: string, seq: number): string {
-    const block = Buffer.alloc(BLOCK);
-    block.writeBigUInt64BE(BigInt(seq));
-    this.tag(environment).copy(block, BLOCK - TAG);
-    return this.run(crypto.createCipheriv('aes-256-ecb', this.aesKey, null), block).toString('base64url');
+    return this.seal(environment, BigInt(seq));
+  }
+
+  /** The cursor of a position: every event at or below seq has been handled. */
+  encodePosition(environment: string, seq: number): string {
+    return this.seal(environment, BigInt(seq) | POSITION);
   }
 
   /** The seq a cursor names, or undefined when it is not one this service issued to this environment. */
   decode(environment: string, cursor: string): number | undefined {
+    return this.read(environment, cursor)?.seq;
+  }
+
+  /** What a cursor names: a seq, and whether it is a position's (encodePosition) rather than an event's. */
+  read(environment: string, cursor: string): { seq: number; position: boolean } | undefined {
     if (!FORM.test(cursor)) return undefined;
     const block = this.run(crypto.createDecipheriv('aes-256-ecb', this.aesKey, null), Buffer.from(cursor, 'base64url'));
     if (!crypto.timingSafeEqual(block.subarray(BLOCK - TAG), this.tag(environment))) return undefined;
-    const seq = block.readBigUInt64BE();
-    return seq <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(seq) : undefined;
+    const word = block.readBigUInt64BE();
+    const seq = word & (POSITION - 1n);
+    return seq <= BigInt(Number.MAX_SAFE_INTEGER) ? { seq: Number(seq), position: (word & POSITION) !== 0n } : undefined;
+  }
+
+  private seal(environment: string, word: bigint): string {
+    const block = Buffer.alloc(BLOCK);
+    block.writeBigUInt64BE(word);
+    this.tag(environment).copy(block, BLOCK - TAG);
+    return this.run(crypto.createCipheriv('aes-256-ecb', this.aesKey, null), block).toString('base64url');
   }
 
   private tag(environment: string): Buffer {

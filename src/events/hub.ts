@@ -1,10 +1,10 @@
 import type { Logger } from '../http/logger.js';
-import type { KnexEventStore, StoredEvent } from '../store/eventStore.js';
+import type { KnexEventStore, ReadEvent } from '../store/eventStore.js';
 
 /** A live stream client as the hub sees it. offer() must not block: it only queues. */
 export interface Listener {
   readonly environment: string;
-  offer(events: readonly StoredEvent[]): void;
+  offer(events: readonly ReadEvent[]): void;
   /** The hub is closing: end the stream. */
   end(): void;
   /** Settles once the listener has stopped reading the store. */
@@ -132,8 +132,8 @@ export class EventHub {
     }
   }
 
-  private fanOut(events: StoredEvent[]): void {
-    const byEnvironment = new Map<string, StoredEvent[]>();
+  private fanOut(events: ReadEvent[]): void {
+    const byEnvironment = new Map<string, ReadEvent[]>();
     for (const e of events) {
       if (!this.live.has(e.environment)) continue;
       (byEnvironment.get(e.environment) ?? byEnvironment.set(e.environment, []).get(e.environment)!).push(e);

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { EventFilter } from '../store/eventFilter.js';
 import { matchesFilter } from '../store/eventFilter.js';
-import type { KnexEventStore, StoredEvent } from '../store/eventStore.js';
+import type { KnexEventStore, ReadEvent, StoredEvent } from '../store/eventStore.js';
 import type { CursorCodec } from './cursor.js';
 import type { EventHub, Listener } from './hub.js';
 import { toPublicEvent } from './publicEvent.js';
@@ -25,8 +25,8 @@ const REVOKED = ': invalid_api_key: the API key is unknown or revoked\n\n';
 
 // One SSE frame per event, built once however many clients receive it: they are all of its
 // environment, so its id is the same cursor for each (one set of frames per service's codec).
-const frames = new WeakMap<CursorCodec, WeakMap<StoredEvent, string>>();
-function frameOf(cursors: CursorCodec, e: StoredEvent): string {
+const frames = new WeakMap<CursorCodec, WeakMap<ReadEvent, string>>();
+function frameOf(cursors: CursorCodec, e: ReadEvent): string {
   let built = frames.get(cursors);
   if (built === undefined) frames.set(cursors, (built = new WeakMap()));
   let frame = built.get(e);
@@ -49,7 +49,7 @@ export class StreamSubscriber implements Listener {
   /** The position the client last got as an id: an event's, or one sent in a block of its own. */
   private told = -1;
   private mode: 'catchup' | 'live' = 'catchup';
-  private queue: StoredEvent[] = [];
+  private queue: ReadEvent[] = [];
   private closed = false;
   private wakeUp: (() => void) | undefined;
   private releaseDrain: (() => void) | undefined;
@@ -114,9 +114,10 @@ export class StreamSubscriber implements Listener {
       .finally(() => this.end());
   }
 
-  offer(events: readonly StoredEvent[]): void {
+  offer(events: readonly ReadEvent[]): void {
     if (this.mode !== 'live' || this.closed) return;
-    for (const e of events) if (e.seq > this.position && matchesFilter(this.filter, e)) this.queue.push(e);
+    // matchesFilter reads the filter's columns only, never the explanation.
+    for (const e of events) if (e.seq > this.position && matchesFilter(this.filter, e as StoredEvent)) this.queue.push(e);
     if (this.queue.length > this.options.maxQueue) {
       // Too slow to keep up: stop queueing and catch up from the store at its own pace.
       this.queue = [];
@@ -172,10 +173,14 @@ export class StreamSubscriber implements Listener {
     this.res.write(this.position === this.told ? ': heartbeat\n\n' : `${this.idLine()}: heartbeat\n\n`);
   }
 
-  /** An id line of the position, for a block of its own (SSE: a block with an id and no data still sets the client's last event id). */
+  /**
+   * An id line of the position, for a block of its own (SSE: a block with an id and no data still
+   * sets the client's last event id). A position's cursor, not an event's: listed with it, the
+   * Decision Logs include the event at the position itself, which was committed before it.
+   */
   private idLine(): string {
     this.told = this.position;
-    return `id: ${this.cursors.encode(this.environment, this.position)}\n`;
+    return `id: ${this.cursors.encodePosition(this.environment, this.position)}\n`;
   }
 
   /** False, the stream ended, once its key is revoked or unknown (within TPS_KEY_CACHE_MS, as every request). */
@@ -217,7 +222,7 @@ export class StreamSubscriber implements Listener {
     return !this.closed;
   }
 
-  private async send(e: StoredEvent): Promise<void> {
+  private async send(e: ReadEvent): Promise<void> {
     // Never twice, whichever of the store read and the hub queue holds it.
     if (this.closed || e.seq <= this.position) return;
     const flushed = this.res.write(frameOf(this.cursors, e));

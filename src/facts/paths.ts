@@ -18,6 +18,69 @@ export const FACT_LEAVES = {
   risk: ['score', 'band', 'base'],
 } as const satisfies { [R in keyof AllFacts]?: readonly (keyof AllFacts[R])[] };
 
+/** The dotted path of a fact a fixed root's leaf names. */
+export type KnownFactPath = { [R in keyof typeof FACT_LEAVES]: `${R}.${(typeof FACT_LEAVES)[R][number]}` }[keyof typeof FACT_LEAVES];
+
+/**
+ * What a fact's value is, as buildFacts (facts.ts) and the evaluator build it, for validation to
+ * refuse a condition that could never match it (src/policy/factTypes.ts). `list`: a list of
+ * strings. `lowerCased`: a string TPS lower-cases (or that only ever has lower-case values).
+ * `always`: present on every request; else it may be absent.
+ */
+export interface FactType {
+  kind: 'list' | 'string' | 'number' | 'boolean';
+  lowerCased?: true;
+  always?: true;
+}
+
+const LIST = { kind: 'list', always: true } as const;
+const STRING = { kind: 'string' } as const;
+const NUMBER = { kind: 'number' } as const;
+const BOOLEAN = { kind: 'boolean' } as const;
+const ALWAYS = { always: true } as const;
+const LOWER = { lowerCased: true } as const;
+
+export const FACT_TYPES: { readonly [P in KnownFactPath]: FactType } = {
+  // operations/*.yaml: a key and its enums are lower-case by schema (src/policy/schema.ts).
+  'operation.key': { ...STRING, ...LOWER, ...ALWAYS },
+  'operation.actionType': { ...STRING, ...LOWER, ...ALWAYS },
+  'operation.resourceType': { ...STRING, ...ALWAYS },
+  'operation.sensitivity': { ...STRING, ...LOWER, ...ALWAYS },
+  'actor.id': { ...STRING, ...ALWAYS },
+  'actor.authenticated': BOOLEAN,
+  'actor.roles': LIST,
+  'actor.trusted': BOOLEAN,
+  'actor.sessionAgeMinutes': NUMBER,
+  'resource.type': { ...STRING, ...ALWAYS },
+  'resource.id': { ...STRING, ...ALWAYS },
+  'resource.ownerId': STRING,
+  'resource.classification': { ...STRING, ...LOWER },
+  'resource.ownedByActor': BOOLEAN,
+  'session.sessionId': STRING,
+  'session.tabId': STRING,
+  'session.isNewDevice': BOOLEAN,
+  'session.continuityStrength': NUMBER,
+  'session.humanSignalAgeSeconds': NUMBER,
+  'session.geoChanged': BOOLEAN,
+  'session.networkChanged': BOOLEAN,
+  'metadata.requestedCount': { ...NUMBER, ...ALWAYS },
+  'metadata.velocityWindowCount': NUMBER,
+  'metadata.changedFields': LIST,
+  'metadata.resourceCount': NUMBER,
+  'metadata.abnormalSequence': BOOLEAN,
+  'metadata.objectAccessRare': BOOLEAN,
+  'metadata.suspiciousTimeWindow': BOOLEAN,
+  'metadata.localHour': NUMBER,
+  'metadata.hasProofToken': { ...BOOLEAN, ...ALWAYS },
+  // Counted only for a policy with throttle.serviceWindow (schema.ts refuses it elsewhere), then always.
+  'velocity.serviceCount': NUMBER,
+  'risk.score': { ...NUMBER, ...ALWAYS },
+  'risk.band': { ...STRING, ...LOWER, ...ALWAYS },
+  'risk.base': { ...NUMBER, ...ALWAYS },
+};
+
+export const factType = (path: string): FactType | undefined => (Object.hasOwn(FACT_TYPES, path) ? FACT_TYPES[path as KnownFactPath] : undefined);
+
 /** Roots whose keys the caller chooses (requestData, rawSignals): any path under them is a fact. */
 export const OPEN_FACT_ROOTS = ['requestData', 'rawSignals'] as const satisfies readonly (keyof Facts)[];
 

@@ -177,14 +177,15 @@ export const openApiDocument = {
           monitored: bool,
           requestSummary: { type: 'object' },
           explanation: {
-            type: 'object',
-            description: 'signals (name, value, weight, contribution), rules (name, fired, decision, reason), thresholds, aiAssessment, normalizedSignals (ingest)…',
+            type: ['object', 'null'],
+            description: 'signals (name, value, weight, contribution), rules (name, fired, decision, reason), thresholds, aiAssessment, normalizedSignals (ingest)…; null when explanationUnreadable',
             properties: {
               signals: { type: 'array', items: { type: 'object', properties: { name: str, value: num, weight: num, contribution: num, reason: str } } },
               rules: { type: 'array', items: { type: 'object', properties: { name: str, fired: bool, decision: { enum: DECISIONS }, reason: str } } },
               normalizedSignals: { type: 'object', additionalProperties: num },
             },
           },
+          explanationUnreadable: { type: 'boolean', enum: [true], description: 'present, true, when this TPS cannot decode the stored explanation (a newer version wrote it, or the row is damaged): explanation is null, the other fields are as stored' },
         },
       },
       Error: {

@@ -5,8 +5,9 @@
 import type { Actor, ChallengeType, EvaluateRequest, Resource, SessionContext } from '../api/types.js';
 import { HEADERS } from '../browser/headers.js';
 import type { Evaluation, TpsClient } from '../client/index.js';
+import { syntheticFailure } from '../client/synthetic.js';
 import { chooseOperationKey, unknownHeaderKey } from './operation-key.js';
-import { DEFAULT_STEP_UP_STATUS, halt, toOutcome, type Outcome } from './outcome.js';
+import { DEFAULT_STEP_UP_STATUS, halt, toOutcome, type Halt, type Outcome } from './outcome.js';
 import { resourceId, safeId, safeIp, sessionFromHeaders } from './session-headers.js';
 
 /**
@@ -56,7 +57,7 @@ export interface DecisionOptions<R> {
   verifyPasskey?: Verifier<R>;
   /** Status of the step-up answer. Default 428. */
   stepUpStatus?: number;
-  /** Told about failures that made the middleware fail closed (or a verifier throw). */
+  /** Told about failures that made the middleware fail closed, a verifier throw, and any TPS outage the client stood in for (failureMode open included). */
   onError?: (error: unknown, request: R) => void;
 }
 
@@ -100,12 +101,16 @@ function carriedProof<R>(view: RequestView, options: DecisionOptions<R>): { type
 }
 
 /** A throwing onError must not turn a fail-closed answer into an unhandled rejection. */
-function report<R>(options: DecisionOptions<R>, error: unknown, request: R): void {
+export function report<R>(options: DecisionOptions<R>, error: unknown, request: R): void {
   try {
     options.onError?.(error, request);
   } catch {
     // Nothing more useful to do: the request is being halted anyway.
   }
+}
+
+function unavailable(refs: { evaluation?: Evaluation; transaction?: EvaluateRequest } = {}): Halt {
+  return halt('block', 503, 'protection_unavailable', 'This action cannot be checked right now; retry later.', refs);
 }
 
 export async function decide<R>(request: R, view: RequestView, options: DecisionOptions<R>): Promise<Outcome> {
@@ -135,9 +140,16 @@ export async function decide<R>(request: R, view: RequestView, options: Decision
       if (refused) return refused;
       throw err;
     }
+    // TPS gave no answer and the client stood in (failureMode open or closed): an outage is loud
+    // either way, and a closed stand-in is "cannot check now", not a denial of this request.
+    const failure = syntheticFailure(evaluation);
+    if (failure) {
+      report(options, failure, request);
+      if (evaluation.decision !== 'allow') return unavailable({ evaluation, transaction });
+    }
     return toOutcome(evaluation, transaction, options.stepUpStatus ?? DEFAULT_STEP_UP_STATUS);
   } catch (err) {
     report(options, err, request);
-    return halt('block', 503, 'protection_unavailable', 'This action cannot be checked right now; retry later.');
+    return unavailable();
   }
 }

@@ -1,20 +1,20 @@
 // Koa adapter. A halt answers the request and never calls next(); a continue calls the handler
-// and, for allow_redacted, redacts a JSON (object) ctx.body after it. Either way the Outcome is
-// left on ctx.state.tps, so an outer middleware can log it (check `action` before trusting it).
+// and, for allow_redacted, redacts ctx.body after it (koa-body.ts), refusing with a 500 a body it
+// cannot read. Either way the Outcome is left on ctx.state.tps, so an outer middleware can log it
+// (check `action` before trusting it).
 
 import type { Context, Middleware } from 'koa';
-import { decide, type DecisionOptions } from './core.js';
+import { decide, report, type DecisionOptions } from './core.js';
+import { redactKoaBody } from './koa-body.js';
+import { halt } from './outcome.js';
 import type { RedactOptions } from './redaction.js';
 
 export interface KoaDecisionOptions extends DecisionOptions<Context> {
-  /** Options for redacting ctx.body after the handler, or false to leave it to the handler. */
+  /**
+   * Options for redacting ctx.body after the handler, or false to leave it to the handler (which
+   * must then redact through ctx.state.tps.redact, e.g. before streaming).
+   */
   redact?: RedactOptions | false;
-}
-
-export function isJsonBody(body: unknown): body is object {
-  if (typeof body !== 'object' || body === null) return false;
-  if (body instanceof Uint8Array || typeof (body as { pipe?: unknown }).pipe === 'function') return false;
-  return typeof (body as { getReader?: unknown }).getReader !== 'function';
 }
 
 export function tpsKoa(options: KoaDecisionOptions): Middleware {
@@ -39,9 +39,29 @@ export function tpsKoa(options: KoaDecisionOptions): Middleware {
       ctx.body = outcome.body;
       return;
     }
-    await next();
-    if (outcome.redaction && options.redact !== false && isJsonBody(ctx.body)) {
-      ctx.body = outcome.redact(ctx.body, options.redact ?? {});
+    const redactOptions = options.redact;
+    if (!outcome.redaction || redactOptions === false) return next();
+    try {
+      await next();
+    } catch (err) {
+      // An outer middleware may turn the throw into an answer that keeps ctx.body: the handler's
+      // unredacted data must not be it.
+      ctx.body = null;
+      throw err;
     }
+    const unreadable = redactKoaBody(ctx, (data) => outcome.redact(data, redactOptions));
+    if (unreadable === undefined) return;
+    report(options, new Error(`TPS: allow_redacted, but the response body is ${unreadable}, which the middleware cannot redact; redact it in the handler (ctx.state.tps.redact) and set redact: false on this route`), ctx);
+    if (ctx.respond === false) {
+      // The app writes ctx.res itself, now or later: stop it (a late write to a destroyed response
+      // fails quietly, where one after our own answer would emit an error nobody listens to).
+      // What it already sent cannot be recalled.
+      if (!ctx.res.writableEnded) ctx.res.destroy();
+      return;
+    }
+    const refused = halt('block', 500, 'redaction_unavailable', 'This answer could not be redacted as required.');
+    ctx.status = refused.status;
+    ctx.set(refused.headers);
+    ctx.body = refused.body;
   };
 }

@@ -42,10 +42,18 @@ function walk(node: Node, segments: string[], i: number, apply: (holder: Node, k
   }
 }
 
-/** Returns a redacted copy of `data`; the input is left untouched. */
+/**
+ * Returns a redacted copy of `data`'s JSON form; the input is left untouched. The copy is the JSON
+ * round trip, what res.json or a Koa body would send: a class instance or ORM model is redacted as
+ * its toJSON() output, where a structured clone would keep neither toJSON nor getters.
+ */
 export function applyRedaction<T>(data: T, redaction: Redaction | undefined, options: RedactOptions = {}): T {
   if (!redaction || !isNode(data)) return data;
-  const copy = structuredClone(data) as T & Node;
+  const text = JSON.stringify(data);
+  // A toJSON that answers undefined sends nothing.
+  if (text === undefined) return undefined as T;
+  const copy = JSON.parse(text) as T & Node;
+  if (!isNode(copy)) return copy;
   const drop = redaction.strategy !== 'mask';
   const mask = options.mask ?? '***';
   for (const field of redaction.fields ?? []) {

@@ -55,7 +55,8 @@ export function parseContinuity(value: string | undefined): { strength?: number;
     if (rawValue === undefined || rawValue.trim() === '' || !Number.isFinite(number)) continue;
     if (key === 'strength') out.strength = Math.min(1, Math.max(0, number));
     else if (key === 'new-device') out.newDevice = number !== 0;
-    else if (key === 'signal-age') out.signalAge = Math.max(0, number);
+    // A negative age is malformed, not "just now": dropped, since it now stands without the timestamp.
+    else if (key === 'signal-age' && number >= 0) out.signalAge = number;
   }
   return out;
 }
@@ -74,13 +75,14 @@ export function sessionFromHeaders(header: HeaderReader, now: number = Date.now(
   const signal = header(HEADERS.recentHumanSignal)?.trim();
   // Read as TPS reads it (an offset, a real date, at most the clock skew ahead): a value TPS would
   // refuse is dropped here rather than turning the request into a 400; what it reads, it can write
-  // back as ISO that TPS reads.
+  // back as ISO that TPS reads. One ahead of our clock is forwarded as now: activity is not in the future.
   const at = signal && signal.length <= 64 ? parseInstant(signal) : undefined;
   if (at !== undefined && at - now <= MAX_CLOCK_SKEW_MS) {
-    session.recentHumanSignalAt = new Date(at).toISOString();
-    // The browser's own age measurement is immune to clock skew between browser and server;
-    // fall back to our clock only when it is missing.
-    session.recentHumanSignalAgeSeconds = Math.round(continuity.signalAge ?? Math.max(0, (now - at) / 1000));
+    session.recentHumanSignalAt = new Date(Math.min(at, now)).toISOString();
+    session.recentHumanSignalAgeSeconds = Math.round(Math.max(0, (now - at) / 1000));
   }
+  // The browser's own age measurement is immune to clock skew, so it wins, and it is kept when the
+  // timestamp is dropped (a browser clock more than the skew ahead would otherwise never count).
+  if (continuity.signalAge !== undefined) session.recentHumanSignalAgeSeconds = Math.round(continuity.signalAge);
   return session;
 }

@@ -34,3 +34,13 @@ export function factsOf(condition: unknown): string[] {
   const own = typeof c.fact === 'string' ? [c.fact] : [];
   return [...own, ...factsOf(c.all), ...factsOf(c.any), ...factsOf(c.not), ...factsOf(c.value)];
 }
+
+/** Each fact path a condition names, a leaf's and a `value: { fact }`'s, with the YAML path that names it. */
+export function factPathsOf(condition: unknown, at: string): { fact: string; path: string }[] {
+  if (condition === null || typeof condition !== 'object') return [];
+  const c = condition as Record<string, unknown>;
+  const list = (key: string) => (Array.isArray(c[key]) ? (c[key] as unknown[]).flatMap((sub, i) => factPathsOf(sub, `${at}.${key}[${i}]`)) : []);
+  const own = typeof c.fact === 'string' ? [{ fact: c.fact, path: `${at}.fact` }] : [];
+  const value = isFactReference(c.value) && typeof c.value.fact === 'string' ? [{ fact: c.value.fact, path: `${at}.value.fact` }] : [];
+  return [...own, ...value, ...list('all'), ...list('any'), ...factPathsOf(c.not, `${at}.not`)];
+}

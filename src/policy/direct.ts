@@ -1,11 +1,12 @@
+import { inList } from './lists.js';
 import type { ConditionSpec } from './schema.js';
 import type { PolicyFacts as Facts } from './run.js';
 
 /**
  * The shorthands' conditions (requireRoles, requireRecentHumanSignal, throttle, thresholds),
  * checked without the engine. A check is made from the very condition the compiled form shows and
- * the version id hashes, with the meaning json-rules-engine gives it: its operators as the engine
- * defines them, its facts read by the engine's resolver (test/unit/policy-direct.test.ts runs both
+ * the version id hashes, with the meaning TPS's engines give it: their operators (engines.ts,
+ * lists.ts), its facts read by the engine's resolver (test/unit/policy-direct.test.ts runs both
  * on the same facts). A run of json-rules-engine costs ~13 µs before its first rule and ~2 µs a
  * rule; a policy whose rules are all shorthands needs none.
  */
@@ -36,13 +37,13 @@ export const exists = (fact: unknown, want: unknown): boolean => (fact !== undef
 // json-rules-engine's numeric operators first check the fact with this test.
 const numeric = (value: unknown): boolean => Number.parseFloat(value as string).toString() !== 'NaN';
 
-/** The operators the shorthands use, as json-rules-engine evaluates them. */
+/** The operators the shorthands use, as TPS's engines evaluate them (engines.ts). */
 const OPERATORS: Record<string, (fact: unknown, value: unknown) => boolean> = {
   greaterThan: (fact, value) => numeric(fact) && (fact as number) > (value as number),
   greaterThanInclusive: (fact, value) => numeric(fact) && (fact as number) >= (value as number),
   exists,
   // The decorators not: and someFact: around `in`.
-  'not:someFact:in': (fact, value) => !(Array.isArray(fact) && fact.some((f) => (value as unknown[]).indexOf(f) > -1)),
+  'not:someFact:in': (fact, value) => !(Array.isArray(fact) && fact.some((f) => inList(f, value))),
 };
 
 /** A shorthand's condition (a leaf, or `any` of leaves) as a check; a compile-time error for any other. */

@@ -1,11 +1,17 @@
 import { Engine, type EngineResult, type Fact, type RuleProperties } from 'json-rules-engine';
 import { dotted, exists } from './direct.js';
+import { everyValue, inList, notInList, someValue } from './lists.js';
 
 /** An engine as every policy's rules run in it: TPS's resolver and operators. */
 export function newEngine(): Engine {
   // A dotted-path resolver instead of JSONPath: facts are plain objects and paths plain keys.
   const engine = new Engine([], { allowUndefinedFacts: true, pathResolver: dotted as never });
   engine.addOperator('exists', exists);
+  // The engine's own throw on a list side that is not a list (lists.ts).
+  engine.addOperator('in', inList);
+  engine.addOperator('notIn', notInList);
+  engine.addOperatorDecorator('someValue', someValue);
+  engine.addOperatorDecorator('everyValue', everyValue);
   return engine;
 }
 
@@ -34,6 +40,25 @@ export class PolicyEngines {
     } finally {
       if (this.idle.length < MAX_IDLE) this.idle.push(engine);
     }
+  }
+
+  /**
+   * Each rule alone, on an engine of its own: whether it fired, or the error it threw. Only for a
+   * run of them all that threw (run.ts), which does not say which rule did.
+   */
+  async runEach(facts: Record<string, Fact>): Promise<Map<number, boolean | Error>> {
+    const each = new Map<number, boolean | Error>();
+    for (const rule of this.rules) {
+      const index = (rule.event.params as { index: number }).index;
+      const engine = newEngine();
+      engine.addRule(rule);
+      try {
+        each.set(index, (await engine.run(facts)).results.length > 0);
+      } catch (err) {
+        each.set(index, err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+    return each;
   }
 
   private build(): Engine {

@@ -35,19 +35,22 @@ export const SIGNALS_FILE = 'signals.yaml';
 const isYaml = (f: string) => /\.ya?ml$/.test(f);
 export const isFixtureFile = (f: string) => /\.fixtures\.ya?ml$/.test(f);
 
-function listYaml(dir: string): string[] {
-  if (!fs.existsSync(dir)) return [];
-  return fs
-    .readdirSync(dir)
+/** A folder's configuration files (its YAML files but fixtures), in the order they load, from its names. */
+const configFilesOf = (dir: string, names: string[]): string[] =>
+  names
     .filter((f) => isYaml(f) && !isFixtureFile(f))
     .sort()
     .map((f) => path.join(dir, f));
-}
+
+const listYaml = (dir: string): string[] => (fs.existsSync(dir) ? configFilesOf(dir, fs.readdirSync(dir)) : []);
 
 type Rejected = Sourced<Record<string, unknown>>[];
 
-/** The files loadConfigDir reads, in its order. */
-const configFiles = (dir: string): string[] => [...listYaml(path.join(dir, 'operations')), ...listYaml(path.join(dir, 'rules'))];
+/** A file's part of the digest: its name and its text, or the error that kept it from being read. */
+function digestText(file: string, text: string | Error, digest: crypto.Hash): string | Error {
+  digest.update(`${file}\0${typeof text === 'string' ? `${text.length}\0${text}` : `!${(text as NodeJS.ErrnoException).code}`}\0`);
+  return text;
+}
 
 function readText(file: string, digest: crypto.Hash): string | Error {
   let text: string | Error;
@@ -56,17 +59,19 @@ function readText(file: string, digest: crypto.Hash): string | Error {
   } catch (err) {
     text = err as Error;
   }
-  digest.update(`${file}\0${typeof text === 'string' ? `${text.length}\0${text}` : `!${(text as NodeJS.ErrnoException).code}`}\0`);
-  return text;
+  return digestText(file, text, digest);
 }
 
 /**
  * The digest of the configuration's files as they are now: it differs from a LoadedConfig's when a
- * file was written, added or removed since that was read (hot reload waits until they settle).
+ * file was written, added or removed since that was read (hot reload waits until they settle). Read
+ * without holding the thread: hot reload asks it on the HTTP thread while a file is being written.
  */
-export function configDigest(dir: string): string {
+export async function configDigest(dir: string): Promise<string> {
+  // The files loadConfigDir reads, in its order.
+  const list = async (sub: string) => configFilesOf(path.join(dir, sub), await fs.promises.readdir(path.join(dir, sub)).catch(() => []));
   const digest = crypto.createHash('sha256');
-  for (const file of configFiles(dir)) readText(file, digest);
+  for (const file of [...(await list('operations')), ...(await list('rules'))]) digestText(file, await fs.promises.readFile(file, 'utf8').catch((err: Error) => err), digest);
   return digest.digest('hex');
 }
 

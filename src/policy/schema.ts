@@ -4,6 +4,8 @@ import { aiConfigSchema } from '../ai/settings.js';
 import { ENVIRONMENT_NAME, ENVIRONMENT_NAME_RULE } from '../config/environmentName.js';
 import { factPathProblem, RULE_ONLY_ROOTS } from '../facts/paths.js';
 import { mapOf, strictObject, yup } from '../validate/kit.js';
+import { factPathsOf } from './conditions.js';
+import { factTypeProblem } from './factTypes.js';
 import { isFactReference, parseOperator, valueProblem } from './operators.js';
 
 export { OPERATORS } from './operators.js';
@@ -95,6 +97,14 @@ const conditionLeaf = strictObject({
     const problem = valueProblem(leaf.operator, leaf.value);
     const path = this.path ? `${this.path}.value` : 'value';
     return problem ? this.createError({ path, message: () => `${path} ${problem}` }) : true;
+  })
+  // Of the right shape, but for a fact of a type TPS knows, never what it means (factTypes.ts).
+  .test('fits-fact-type', 'fact type', function fits(leaf) {
+    if (!leaf || typeof leaf.fact !== 'string' || typeof leaf.operator !== 'string' || leaf.value === undefined || valueProblem(leaf.operator, leaf.value)) return true;
+    const problem = factTypeProblem(leaf.fact, leaf.operator, leaf.value);
+    if (!problem) return true;
+    const path = this.path ? `${this.path}.${problem.at}` : problem.at;
+    return this.createError({ path, message: () => `${path} ${problem.message}` });
   });
 
 // Conditions nest: {all: [...]}, {any: [...]}, {not: {...}} or a leaf.
@@ -189,7 +199,17 @@ export const policySchema = strictObject({
   rules: yup.array(ruleSchema).default(undefined),
   mode: yup.string().oneOf(MODES),
   ai: aiSchema,
-});
+})
+  // velocity.* is counted only for a policy with a serviceWindow: elsewhere it is absent, always.
+  .test('velocity-needs-window', 'velocity', function counted(spec) {
+    if (!spec || spec.throttle?.serviceWindow) return true;
+    const errors = (spec.rules ?? []).flatMap((rule, i) =>
+      factPathsOf(rule?.when, `rules[${i}].when`)
+        .filter(({ fact }) => fact.split('.')[0] === 'velocity')
+        .map(({ fact, path }) => this.createError({ path, message: () => `${path} reads ${fact}, which TPS counts only for a policy with throttle.serviceWindow: here it is always absent; add throttle.serviceWindow` })),
+    );
+    return errors.length ? new yup.ValidationError(errors) : true;
+  });
 
 export type OperationSpec = yup.InferType<typeof operationSchema>;
 export type SignalSpec = yup.InferType<typeof signalSchema>;

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../http/logger.js';
 import type { ConfigHolder } from './holder.js';
 import { configDigest, isFixtureFile, loadConfigDir, type LoadedConfig } from './load.js';
@@ -41,20 +42,22 @@ const RECHECK_MS = 2000;
 /**
  * Where a folder really is, and which folder it is: another folder moved or copied in its place
  * differs (by its birth time too, since a folder deleted and re-created may get the same inode).
+ * Where the filesystem keeps no birth time, Node may give the change time in its place, which
+ * every file saved in the folder moves: then the birth time is left out (an event naming a folder
+ * re-arms the watch anyway).
  */
 function identity(dir: string): string {
   const of = (p: string) => {
     try {
       const st = fs.statSync(p);
-      return `${fs.realpathSync(p)}:${st.dev}:${st.ino}:${st.birthtimeMs}`;
+      const born = st.birthtimeMs !== st.ctimeMs ? `:${st.birthtimeMs}` : '';
+      return `${fs.realpathSync(p)}:${st.dev}:${st.ino}${born}`;
     } catch {
       return 'missing';
     }
   };
   return [dir, ...FOLDERS.map((f) => path.join(dir, f))].map(of).join('|');
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Hot reload of operations/ and rules/. An edit is compiled by ConfigHolder.reload() to the side
@@ -72,14 +75,29 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
   let queuedSettles = false;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  // Ends a settle wait at close(): its timer would otherwise keep a closing process alive for settleMs.
+  const closing = new AbortController();
+  /** false once the watcher closed. */
+  const settleWait = () => sleep(options.settleMs, true, { signal: closing.signal }).catch(() => false);
 
-  /** The files once they stopped changing, or undefined when they kept changing (or the watcher closed). */
+  /**
+   * The files once they stopped changing, or undefined when they kept changing (or the watcher
+   * closed). They are looked at without holding the thread (configDigest), and compiled only
+   * once they have stayed as they were for settleMs: evaluations go on while a file is written.
+   */
   const settledLoad = async (trigger: string): Promise<LoadedConfig | undefined> => {
-    for (let i = 0; i < SETTLE_TRIES && !closed; i++) {
-      const loaded = loadConfigDir(options.dir);
-      await sleep(options.settleMs);
-      if (closed) return undefined;
-      if (configDigest(options.dir) === loaded.digest) return loaded;
+    if (closed) return undefined;
+    logger.debug({ trigger, settleMs: options.settleMs }, 'configuration files changed; waiting for them to settle');
+    let seen = await configDigest(options.dir);
+    for (let i = 0; i < SETTLE_TRIES; i++) {
+      if (!(await settleWait())) return undefined;
+      const now = await configDigest(options.dir);
+      if (now === seen) {
+        // Read again to compile: the same files, unless a write came in between (then wait again).
+        const loaded = loadConfigDir(options.dir);
+        if (loaded.digest === now) return loaded;
+        seen = loaded.digest;
+      } else seen = now;
       logger.info({ trigger, settleMs: options.settleMs }, 'configuration files still changing; reload postponed until they settle');
     }
     return undefined;
@@ -131,6 +149,8 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
 
   let watchers: fs.FSWatcher[] = [];
   let watched = '';
+  /** A watch stopped on an error: the next check watches again, without a reload (the folders are the same). */
+  let broken = false;
   let recheck: NodeJS.Timeout | undefined;
   const schedule = () => {
     if (closed) return;
@@ -142,7 +162,7 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
       const w = fs.watch(dir, { persistent: false }, onEvent);
       w.on('error', (err) => {
         logger.warn({ dir, err: { message: err.message } }, 'configuration watch stopped; watching again at the next check');
-        watched = '';
+        broken = true;
       });
       watchers.push(w);
     } catch (err) {
@@ -155,6 +175,7 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     for (const w of watchers) w.close();
     watchers = [];
     watched = now;
+    broken = false;
     watch(options.dir, onDirEvent, first);
     for (const sub of FOLDERS) watch(path.join(options.dir, sub), onFileEvent, first);
   };
@@ -165,7 +186,10 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
   const check = (reason: string, sure = false) => {
     if (closed) return;
     const now = identity(options.dir);
-    if (now === watched && !sure) return;
+    if (now === watched && !sure) {
+      if (broken) arm(now);
+      return;
+    }
     logger[now === watched ? 'debug' : 'info']({ dir: options.dir, reason }, 'configuration folders replaced; watching them again');
     arm(now);
     schedule();
@@ -193,6 +217,7 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     reload: (trigger) => reload(trigger, false),
     close() {
       closed = true;
+      closing.abort();
       clearTimeout(timer);
       clearInterval(recheck);
       for (const w of watchers) w.close();

@@ -43,6 +43,7 @@ export const REASONS = {
   export_volume_limit: { stage: 'policy', description: 'Sample finance-export policy: the export asks for more records than may ever leave at once.' },
   bulk_pii_read: { stage: 'policy', description: 'Sample pii-read policy: many customer records are read at once.' },
   score_deny_threshold: { stage: 'policy', description: "The score reached the policy's deny threshold." },
+  policy_error: { stage: 'policy', description: 'A custom rule failed while it ran (an error of TPS or json-rules-engine, not of the request): it counts as a deny, and the rule is logged by name.' },
 
   challenge_satisfied: { stage: 'challenge', description: 'The retry carried a passed challenge bound to this transaction; the step-up is satisfied.' },
   challenge_failed: { stage: 'challenge', description: 'The retry reported a failed challenge (challengeResult.passed false).' },

@@ -7,6 +7,7 @@ import { requestFromFacts } from '../facts/request.js';
 import { lookupOperation, type Catalog } from '../policy/catalog.js';
 import { MemoryChallengeStore, type ChallengeStore } from '../state/challenges.js';
 import type { VelocityCounter } from '../state/counters.js';
+import { InvalidRetryChallenges } from './invalidRetry.js';
 
 /** A recorded evaluation, as far as it can be evaluated again: its inputs and the state it met. */
 export interface RecordedTransaction {
@@ -73,9 +74,8 @@ export function recover(event: Pick<DecisionEvent, 'source' | 'environment' | 'c
  */
 export async function redecide(catalog: Catalog, tx: RecordedTransaction, state?: ReplayState): Promise<Evaluation> {
   const request: EvaluateRequest = { ...tx.request };
-  // An invalid retry stays one: what its client reported passing was no challenge TPS had asked, so
-  // it is not taken to pass one the working tree would ask.
-  const challenges = state && tx.challenge?.kind !== 'invalid' ? state.challenges : new MemoryChallengeStore();
+  // An invalid retry stays one, and its fresh challenge is the replay's, as live (invalidRetry.ts).
+  const challenges = !state ? new MemoryChallengeStore() : tx.challenge?.kind === 'invalid' ? new InvalidRetryChallenges(state.challenges) : state.challenges;
   if (!state && tx.challenge?.kind === 'satisfied') {
     const op = lookupOperation(catalog, tx.environment, request.operationKey);
     const policy = op && catalog.policies.get(op.policyId);

@@ -57,6 +57,13 @@ export interface ReplayReport {
   outcomeChanges: OutcomeChange[];
   /** Replayed events evaluated with a velocity count rebuilt from the stored events (none recorded, or counted over another window). */
   rebuiltCounts: number;
+  /**
+   * Satisfied retries recorded without a velocity count (stored before retries were held to TPS's
+   * window, or under a policy without one) that the working tree held to its window, with a
+   * rebuilt count: what the current code decides for them, reported as any change is. `changed`
+   * of them changed decision (samples: those).
+   */
+  retriesNowChecked: { count: number; changed: number; samples: string[] };
   /** from → to → count over every replayed event (the diagonal is the unchanged ones). */
   matrix: Record<string, Record<string, number>>;
   /** Replayed events that were monitored when recorded, and that the working tree would monitor. */
@@ -114,6 +121,7 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
     outcomeChanged: 0,
     outcomeChanges: [],
     rebuiltCounts: 0,
+    retriesNowChecked: { count: 0, changed: 0, samples: [] },
     matrix: {},
     monitored: { recorded: 0, replayed: 0 },
   };
@@ -180,8 +188,13 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
       const to = response.decision;
       const row_ = (report.matrix[from] ??= {});
       row_[to] = (row_[to] ?? 0) + 1;
+      if (again.retryNowChecked) report.retriesNowChecked.count++;
       if (from !== to) {
         report.changed++;
+        if (again.retryNowChecked) {
+          report.retriesNowChecked.changed++;
+          sample(report.retriesNowChecked.samples, event.telemetryId);
+        }
         const key = `${from}\u0000${to}`;
         let t = transitions.get(key);
         if (!t) transitions.set(key, (t = { from, to, count: 0, samples: [] }));

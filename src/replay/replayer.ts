@@ -13,7 +13,11 @@ import { ReplayVelocity } from './velocity.js';
 // that came from what may differ on a retry (a human signal since refreshed, an advisory delta,
 // which a retry does not ask for), and report changes where the policy is the same.
 
-export type Again = { skip: string } | { evaluation: Evaluation; rebuilt: boolean };
+/**
+ * `retryNowChecked`: a satisfied retry recorded without a velocity count (before retries were held
+ * to the window, or under a policy without one) that the working tree held to its window.
+ */
+export type Again = { skip: string } | { evaluation: Evaluation; rebuilt: boolean; retryNowChecked: boolean };
 
 /** What the replay shares between its evaluations, as live ones share the server's counters and challenges. */
 export class Replayer {
@@ -42,7 +46,8 @@ export class Replayer {
     const expiresAt = Date.parse(event.explanation.challenge?.expiresAt ?? '');
     const challengeTtlMs = expiresAt > tx.at ? expiresAt - tx.at : this.challengeTtlMs;
     const evaluation = await redecide(this.catalog, tx, { counters, challenges: this.challenges, challengeTtlMs });
-    return { evaluation, rebuilt: counters.rebuilt };
+    const retryNowChecked = tx.challenge?.kind === 'satisfied' && tx.serviceCount === undefined && counters.peeked;
+    return { evaluation, rebuilt: counters.rebuilt, retryNowChecked };
   }
 }
 

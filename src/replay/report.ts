@@ -12,6 +12,11 @@ export function formatReplay(r: ReplayReport): string {
   lines.push(`decisions that change: ${r.changed} of ${r.replayed} (${pct(r.changed, r.replayed)})`);
   lines.push(`other answers that change (same decision): ${r.outcomeChanged} of ${r.replayed} (${pct(r.outcomeChanged, r.replayed)})`);
   if (r.rebuiltCounts) lines.push(`velocity counts rebuilt from the stored events: ${r.rebuiltCounts} (none recorded, or counted over another window)`);
+  const checked = r.retriesNowChecked;
+  if (checked.count) {
+    const e = checked.samples.length ? `, e.g. ${checked.samples.join(', ')}` : '';
+    lines.push(`satisfied retries recorded without a velocity count, now held to TPS's window: ${checked.count} (${checked.changed} decisions change${e})`);
+  }
   if (r.monitored.recorded || r.monitored.replayed) lines.push(`monitored: ${r.monitored.recorded} when recorded, ${r.monitored.replayed} with the working tree`);
 
   const used = DECISIONS.filter((d) => r.matrix[d] || Object.values(r.matrix).some((row) => row[d]));

@@ -18,10 +18,12 @@ function expectationOf(event: DecisionEvent): Expectation {
 }
 
 /**
- * A stored event as a fixture case (docs/policy-as-code.md, "Rule fixtures"): its request rebuilt
- * from the recorded facts, the state it met (TPS's velocity count, the advisory assessment), and
- * what was decided as the expectation. A satisfied step-up retry becomes two steps: the request
- * that was challenged, then the retry. Throws when the event cannot be re-decided (ingested).
+ * A stored event as a fixture case (README, "Rule fixtures"): its request rebuilt from the recorded
+ * facts, the state it met (TPS's velocity count, the advisory assessment), and what was decided as
+ * the expectation. A satisfied step-up retry becomes two steps: the request that was challenged,
+ * then the retry, which names the challenge type it passed and carries its own recorded count (read,
+ * not counted: the challenged step's count is not in this event). Throws when the event cannot be
+ * re-decided (ingested).
  */
 export function eventToFixtureCase(event: DecisionEvent, catalog: Catalog, name?: string): CaseSpec {
   const recovered = recover(event);
@@ -32,17 +34,25 @@ export function eventToFixtureCase(event: DecisionEvent, catalog: Catalog, name?
   const c: CaseSpec = { name: name ?? `${operationKey} ${event.decision} (event ${event.telemetryId})`, operation: operationKey };
   if (op?.environments) c.environment = event.environment;
   const step: StepSpec = { request: request as StepSpec['request'] };
-  if (tx.serviceCount !== undefined) step.serviceCount = tx.serviceCount;
   if (tx.ai) step.ai = { status: tx.ai.status, scoreDelta: tx.ai.scoreDelta };
+  const counted: Pick<StepSpec, 'serviceCount'> = tx.serviceCount === undefined ? {} : { serviceCount: tx.serviceCount };
   const expect = expectationOf(event);
+  const type = tx.challengeType;
   if (tx.challenge?.kind === 'satisfied') {
+    // Without a recorded type (an event stored before retries named it), the fixture loader fills in
+    // the one its policy asks, or says to name it.
     c.steps = [
-      { ...step, expect: { decision: 'step_up_required' } },
-      { retry: { passed: true }, expect },
+      { ...step, expect: { decision: 'step_up_required', ...(type ? { challenge: type } : {}) } },
+      { retry: { passed: true, ...(type ? { type } : {}) }, ...counted, expect },
     ];
   } else {
-    if (tx.challenge) step.request = { ...step.request, challengeResult: { passed: tx.challenge.kind !== 'failed' } };
-    Object.assign(c, step, { expect });
+    if (tx.challenge) {
+      const passed = tx.challenge.kind !== 'failed';
+      // An invalid retry found no challenge to pass, so in a case of one step any type is as invalid.
+      const named = type ?? (passed ? (op && catalog.policies.get(op.policyId)?.stepUpChallenge) : undefined);
+      step.request = { ...step.request, challengeResult: { passed, ...(named ? { type: named } : {}) } };
+    }
+    Object.assign(c, step, counted, { expect });
   }
   return c;
 }

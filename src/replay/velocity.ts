@@ -10,6 +10,8 @@ type Counted = Pick<DecisionEvent, 'source' | 'environment' | 'actorId' | 'opera
 export interface ReplayCounter extends VelocityCounter {
   /** Whether the evaluation was answered a rebuilt count. */
   rebuilt: boolean;
+  /** Whether the evaluation read the count without counting itself (a satisfied retry). */
+  peeked: boolean;
 }
 
 /**
@@ -33,7 +35,7 @@ export class ReplayVelocity {
   }
 
   /** The working tree's window for the operation, in seconds; undefined when it counts nothing. */
-  windowOf(environment: string, operationKey: string): number | undefined {
+  private windowOf(environment: string, operationKey: string): number | undefined {
     const op = lookupOperation(this.catalog, environment, operationKey);
     return op && this.catalog.policies.get(op.policyId)?.serviceWindow?.seconds;
   }
@@ -88,6 +90,7 @@ const keyOf = (e: Pick<Counted, 'environment' | 'actorId' | 'operationKey'>) => 
 
 class EventCounter implements ReplayCounter {
   rebuilt = false;
+  peeked = false;
   constructor(
     private readonly counter: VelocityCounter,
     private readonly key: string,
@@ -100,6 +103,7 @@ class EventCounter implements ReplayCounter {
   }
 
   async peek(_key: string, windowSeconds: number, nowMs: number): Promise<number> {
+    this.peeked = true;
     return this.answer(await this.counter.peek(this.key, windowSeconds, nowMs), await this.recorded('peek', windowSeconds));
   }
 

@@ -91,8 +91,10 @@ export class RedisVelocityCounter implements VelocityCounter, QuotaCounter {
 // Uses a challenge in one step, so that of two concurrent retries only one gets it back, and a
 // retry of another transaction naming it by id leaves it untouched for its own. The transaction's
 // pointer goes only while it still names this challenge: a newer challenge of the same transaction
-// stays reachable by fingerprint, as in MemoryChallengeStore.
-// KEYS: the challenge, the transaction's pointer; ARGV: environment, fingerprint, challenge id.
+// stays reachable by fingerprint, as in MemoryChallengeStore. The transaction's put-back (WITHDRAW)
+// goes too while it names this challenge: it names only a challenge still live.
+// KEYS: the challenge, the transaction's pointer, its last put-back; ARGV: environment, fingerprint, challenge id.
+// (Every script names each key it touches in KEYS, as Redis Cluster and proxies require.)
 const CONSUME = `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return false end
@@ -100,17 +102,19 @@ local c = cjson.decode(raw)
 if c.environment ~= ARGV[1] or c.fingerprint ~= ARGV[2] then return false end
 redis.call('DEL', KEYS[1])
 if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 return raw`;
 
 // Withdraws a challenge its caller never saw (ChallengeStore.revert). The transaction's pointer, only
 // while it names it (as in CONSUME), goes back to the challenge last put back while that lives, for
-// what is left of its life; else it goes. KEYS: the challenge, the transaction's pointer, its last
-// put-back; ARGV: the challenge's id, the prefix of a challenge's key.
+// what is left of its life; else it goes. The put-back key lives as long as that challenge (set
+// with it, in one MULTI) and goes when it is used (CONSUME), so its own life is the challenge's.
+// KEYS: the challenge, the transaction's pointer, its last put-back; ARGV: the challenge's id.
 const WITHDRAW = `
 redis.call('DEL', KEYS[1])
 if redis.call('GET', KEYS[2]) == ARGV[1] then
   local back = redis.call('GET', KEYS[3])
-  local left = back and redis.call('PTTL', ARGV[2] .. back) or -2
+  local left = back and redis.call('PTTL', KEYS[3]) or -2
   if left > 0 then redis.call('SET', KEYS[2], back, 'PX', left) else redis.call('DEL', KEYS[2]) end
 end
 return 1`;
@@ -134,7 +138,7 @@ export class RedisChallengeStore implements ChallengeStore {
     const fpKey = this.fpKey(environment, fingerprint);
     const chosen = id ?? (await this.redis.get(fpKey).catch(unavailable));
     if (!chosen) return undefined;
-    const raw = (await this.redis.eval(CONSUME, 2, this.idKey(chosen), fpKey, environment, fingerprint, chosen).catch(unavailable)) as string | null;
+    const raw = (await this.redis.eval(CONSUME, 3, this.idKey(chosen), fpKey, this.backKey(environment, fingerprint), environment, fingerprint, chosen).catch(unavailable)) as string | null;
     if (!raw) return undefined;
     const c = JSON.parse(raw) as StoredChallenge;
     return c.expiresAt > nowMs ? c : undefined;
@@ -150,7 +154,7 @@ export class RedisChallengeStore implements ChallengeStore {
     const tx = this.redis.multi();
     if (issued) {
       const [env, fp] = [issued.environment, issued.fingerprint];
-      tx.eval(WITHDRAW, 3, this.idKey(issued.id), this.fpKey(env, fp), this.backKey(env, fp), issued.id, this.idKey(''));
+      tx.eval(WITHDRAW, 3, this.idKey(issued.id), this.fpKey(env, fp), this.backKey(env, fp), issued.id);
     }
     if (consumed && left >= 1) {
       const [env, fp] = [consumed.environment, consumed.fingerprint];

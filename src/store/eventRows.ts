@@ -1,5 +1,5 @@
 import type { Explanation } from '../api/types.js';
-import type { EventRecord, StoredEvent } from './eventStore.js';
+import type { EventRecord, ReadEvent, StoredEvent } from './eventStore.js';
 import { decodeExplanation, encodeExplanation } from './explanationCodec.js';
 
 /** The unique key of an event, as one string. */
@@ -84,7 +84,8 @@ export function rowValues(e: EventRecord): unknown[] {
   return EVENT_COLUMNS.map((c) => row[c]);
 }
 
-export function fromRow(r: EventRow): StoredEvent {
+/** Every field of a row but its explanation. */
+function fieldsOf(r: EventRow): Omit<StoredEvent, 'explanation'> {
   return {
     seq: Number(r.seq),
     telemetryId: r.telemetry_id,
@@ -103,6 +104,30 @@ export function fromRow(r: EventRow): StoredEvent {
     policyVersionId: r.policy_version_id,
     monitored: Boolean(r.monitored),
     requestSummary: JSON.parse(r.request_summary) as Record<string, unknown>,
-    explanation: r.explanation_z ? decodeExplanation(r.explanation_z) : (JSON.parse(r.explanation) as Explanation),
   };
+}
+
+const explanationOf = (r: EventRow): Explanation => (r.explanation_z ? decodeExplanation(r.explanation_z) : (JSON.parse(r.explanation) as Explanation));
+
+/**
+ * The event of a row; throws when its explanation cannot be decoded. For readers that need the
+ * explanation itself (ingest's comparison, replay, to-fixture) and report such a row their own way.
+ */
+export function fromRow(r: EventRow): StoredEvent {
+  return { ...fieldsOf(r), explanation: explanationOf(r) };
+}
+
+/**
+ * The event of a row as the Decision Logs, the stream and export show it: an explanation this
+ * version cannot decode (a newer TPS's format during a rolling upgrade, a damaged blob) is null and
+ * marked, so one such row never stops a page or a stream. `unreadable` hears of it.
+ */
+export function readRow(r: EventRow, unreadable: (r: EventRow, err: unknown) => void): ReadEvent {
+  const fields = fieldsOf(r);
+  try {
+    return { ...fields, explanation: explanationOf(r) };
+  } catch (err) {
+    unreadable(r, err);
+    return { ...fields, explanation: null, explanationUnreadable: true };
+  }
 }

@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
-import type { DecisionEvent } from '../api/types.js';
+import type { DecisionEvent, UnreadableDecisionEvent } from '../api/types.js';
+import { safeError, type Logger } from '../http/logger.js';
 import { filteredEvents, predicateCount, type EventFilter } from './eventFilter.js';
 import type { Database } from './db.js';
-import { fromRow, type EventRow } from './eventRows.js';
+import { fromRow, keyOf, readRow, type EventRow } from './eventRows.js';
 import { postgresEventWriter, sqliteEventWriter, type EventWriter } from './eventWriteTx.js';
 import { EventWrites, type PreparedEvent } from './eventWrites.js';
 import { facetIdsIn, hasFacetFilter, matchingFacets, type FacetIdsIn } from './facets.js';
@@ -24,6 +25,9 @@ export interface StoredEvent extends DecisionEvent {
   seq: number;
   monitored: boolean;
 }
+
+/** An event as page(), since() and find() give it: its explanation may be unreadable (readRow). */
+export type ReadEvent = StoredEvent | (Omit<StoredEvent, 'explanation'> & Pick<UnreadableDecisionEvent, 'explanation' | 'explanationUnreadable'>);
 
 /** Where decision events live. Writes come in batches: one transaction per batch (group commit). */
 export interface EventStore {
@@ -64,6 +68,8 @@ const FIRST_CHUNKS = 4;
 const MAX_CHUNKS = 1024;
 // Seqs a multi-predicate page reads in order before it changes plan (see page()).
 const PROBE_WINDOW = 20_000;
+// Unreadable events already logged, at most this many remembered: each is logged once, not at every read.
+const LOGGED_UNREADABLE = 10_000;
 
 export class KnexEventStore implements EventStore {
   private readonly postgres: boolean;
@@ -74,9 +80,15 @@ export class KnexEventStore implements EventStore {
   private readonly probeWindow: number;
   /** The highest seq known committed (head(), pages read): seqs only grow, so a bound at or below it needs no head() to clamp. */
   private knownHead = 0;
+  private readonly logger: Pick<Logger, 'warn'> | undefined;
+  private readonly loggedUnreadable = new Set<string>();
 
-  /** `commits`: where the events' commits go instead of this store's own writer (a cluster worker's, src/cluster/eventCommits.ts). */
-  constructor(db: Database, options: { probeWindow?: number; commits?: (local: EventWriter) => EventWriter } = {}) {
+  /**
+   * `commits`: where the events' commits go instead of this store's own writer (a cluster worker's,
+   * src/cluster/eventCommits.ts). `logger`: told of each event whose explanation cannot be read.
+   */
+  constructor(db: Database, options: { probeWindow?: number; commits?: (local: EventWriter) => EventWriter; logger?: Pick<Logger, 'warn'> } = {}) {
+    this.logger = options.logger;
     this.knex = db.knex;
     this.reader = db.reader;
     this.postgres = db.dialect === 'postgres';
@@ -100,10 +112,34 @@ export class KnexEventStore implements EventStore {
     return this.writes.insertNew(events);
   }
 
+  /** The event; throws when its explanation cannot be decoded (find() answers it marked instead). */
   async get(environment: string, telemetryId: string): Promise<StoredEvent | undefined> {
-    const row = await this.reader<EventRow>('events').where({ environment, telemetry_id: telemetryId }).first();
+    const row = await this.row(environment, telemetryId);
     return row ? fromRow(row) : undefined;
   }
+
+  /** The event as GET /api/events/{telemetryId} shows it: an unreadable explanation null and marked (readRow). */
+  async find(environment: string, telemetryId: string): Promise<ReadEvent | undefined> {
+    const row = await this.row(environment, telemetryId);
+    return row ? this.eventOf(row) : undefined;
+  }
+
+  private row(environment: string, telemetryId: string): Promise<EventRow | undefined> {
+    return this.reader<EventRow>('events').where({ environment, telemetry_id: telemetryId }).first();
+  }
+
+  /** A row read for the Decision Logs or the stream: an unreadable explanation is null and marked (readRow), never a failed read. */
+  private readonly eventOf = (row: EventRow): ReadEvent => readRow(row, this.unreadable);
+
+  /** Logged once per event (its ids and the format byte: nothing of its content). */
+  private readonly unreadable = (row: EventRow, err: unknown): void => {
+    const key = keyOf(row.environment, row.telemetry_id);
+    if (this.loggedUnreadable.has(key)) return;
+    if (this.loggedUnreadable.size >= LOGGED_UNREADABLE) this.loggedUnreadable.clear();
+    this.loggedUnreadable.add(key);
+    const format = row.explanation_z ? (row.explanation_z[0] ?? null) : 'json';
+    this.logger?.warn({ telemetryId: row.telemetry_id, environment: row.environment, format, err: safeError(err, { message: false }) }, "an event's stored explanation cannot be read; it is answered with explanation null");
+  };
 
   async count(environment?: string): Promise<number> {
     const q = this.knex('events').count<{ n: number | string }[]>({ n: '*' });
@@ -124,13 +160,13 @@ export class KnexEventStore implements EventStore {
    * the probeWindow seqs nearest its start; if that does not fill it, the rest is read by an
    * unordered plan (bitmaps of its indexes) and sorted: cheap exactly because the matches are rare.
    */
-  async page(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
+  async page(environment: string, filter: EventFilter, o: PageOptions): Promise<ReadEvent[]> {
     const rows = await this.pageRows(environment, filter, o);
     for (const r of rows) if (r.seq > this.knownHead) this.knownHead = r.seq;
     return rows;
   }
 
-  private async pageRows(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
+  private async pageRows(environment: string, filter: EventFilter, o: PageOptions): Promise<ReadEvent[]> {
     let low = o.after === undefined ? undefined : o.after + 1;
     let high = o.before !== undefined ? o.before - 1 : o.upTo;
     const byFacet = hasFacetFilter(filter) || filter.reason !== undefined;
@@ -173,7 +209,7 @@ export class KnexEventStore implements EventStore {
     return near.concat(await read(edge + 1, high, o.limit - near.length, false));
   }
 
-  private async read(environment: string, filter: EventFilter, facets: FacetIdsIn | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<StoredEvent[]> {
+  private async read(environment: string, filter: EventFilter, facets: FacetIdsIn | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number, ordered: boolean): Promise<ReadEvent[]> {
     const q = filteredEvents(this.reader, environment, filter, facets);
     if (low !== undefined) q.where('e.seq', '>=', low);
     if (high !== undefined && high !== Infinity) q.where('e.seq', '<=', high);
@@ -181,7 +217,7 @@ export class KnexEventStore implements EventStore {
     if (ordered) q.orderBy('e.seq', order);
     else q.orderByRaw(`e.seq + 0 ${order}`);
     const rows: EventRow[] = await q.limit(limit);
-    return rows.map(fromRow);
+    return rows.map(this.eventOf);
   }
 
   /**
@@ -193,10 +229,10 @@ export class KnexEventStore implements EventStore {
    * The fetch checks the rest: the stored reasons (a reason key is a hash) and the time range (a
    * reason range knows only seqs). Should that drop rows, the ranges are read on past them.
    */
-  private async readRanges(environment: string, f: EventFilter, facets: number[], low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+  private async readRanges(environment: string, f: EventFilter, facets: number[], low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<ReadEvent[]> {
     const direction = order === 'asc' ? 'ASC' : 'DESC';
     const reason = f.reason === undefined ? undefined : reasonKey(environment, f.reason);
-    const page: StoredEvent[] = [];
+    const page: ReadEvent[] = [];
     for (;;) {
       const range: string[] = [];
       const bindings: number[] = [];
@@ -227,7 +263,7 @@ export class KnexEventStore implements EventStore {
       if (f.reason !== undefined) hasReason(q, f.reason);
       if (f.fromMs !== undefined) q.where('created_at', '>=', f.fromMs);
       if (f.toMs !== undefined) q.where('created_at', '<', f.toMs);
-      page.push(...(await q).map(fromRow));
+      page.push(...(await q).map(this.eventOf));
       if (page.length === limit || seqs.length < want) return page;
       if (order === 'asc') low = seqs[seqs.length - 1]! + 1;
       else high = seqs[seqs.length - 1]! - 1;
@@ -242,19 +278,19 @@ export class KnexEventStore implements EventStore {
    * walk goes on past them. A frequent identifier fills its page from the first chunks; a rare one
    * costs an index probe per chunk of the range.
    */
-  private async readChunks(environment: string, f: EventFilter, facets: FacetIdsIn | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<StoredEvent[]> {
+  private async readChunks(environment: string, f: EventFilter, facets: FacetIdsIn | undefined, low: number | undefined, high: number | undefined, order: 'asc' | 'desc', limit: number): Promise<ReadEvent[]> {
     const [column, id] = f.actorId !== undefined ? (['actor_id', f.actorId] as const) : (['resource_id', f.resourceId!] as const);
     const sql = idChunkSeqsSql(column, order);
     let lo = low ?? 0;
     let hi = high === undefined || high === Infinity ? await this.head() : high;
-    const page: StoredEvent[] = [];
+    const page: ReadEvent[] = [];
     let probed = 0;
     for (let span = FIRST_CHUNKS; lo <= hi; ) {
       const [first, last] = order === 'desc' ? [Math.max(chunkOf(lo), chunkOf(hi) - span + 1), chunkOf(hi)] : [chunkOf(lo), Math.min(chunkOf(hi), chunkOf(lo) + span - 1)];
       const chunks = JSON.stringify(Array.from({ length: last - first + 1 }, (_, i) => first + i));
       const want = limit - page.length;
       const seqs = ((await this.reader.raw(sql, [chunks, environment, id, lo, hi, want])) as { seq: number }[]).map((r) => r.seq);
-      if (seqs.length > 0) page.push(...(await filteredEvents(this.reader, environment, f, facets).whereIn('e.seq', seqs).orderBy('e.seq', order)).map(fromRow));
+      if (seqs.length > 0) page.push(...(await filteredEvents(this.reader, environment, f, facets).whereIn('e.seq', seqs).orderBy('e.seq', order)).map(this.eventOf));
       if (page.length === limit) return page;
       // A full read may have left more in these chunks; a short one has read them all.
       const full = seqs.length === want;
@@ -283,9 +319,9 @@ export class KnexEventStore implements EventStore {
   }
 
   /** Events of every environment committed after `after`, oldest first: what the live stream polls. */
-  async since(after: number, limit: number): Promise<StoredEvent[]> {
+  async since(after: number, limit: number): Promise<ReadEvent[]> {
     const rows = await this.reader<EventRow>('events').where('seq', '>', after).orderBy('seq', 'asc').limit(limit);
-    return rows.map(fromRow);
+    return rows.map(this.eventOf);
   }
 
   /** The highest seq committed so far (0 for an empty store). */

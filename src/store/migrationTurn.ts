@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import pg from 'pg';
 
@@ -44,15 +45,23 @@ const APPLICATION_ID = 0x54505331;
 
 class Busy extends Error {}
 
+/** The pause after a refused turn, growing to the longest: SQLite may answer busy at once, without its busy handler. */
+const FIRST_PAUSE_MS = 100;
+const LONGEST_PAUSE_MS = 1000;
+/** How often `waiting` is told again while the turn has not come. */
+const REMIND_MS = 30_000;
+
 /**
  * SQLite: `run` in one transaction whose first statement writes (setting the application id),
  * so that it holds the file's write lock from the start, before knex looks at its tables. The
  * connection's busy handler waits 5 s for another process's lock (PRAGMA busy_timeout, db.ts); a
- * migration may hold it far longer, so the turn is asked for again until it comes, and `waiting`
- * is told once.
+ * migration may hold it far longer, so the turn is asked for again, after a pause, until it comes.
+ * `waiting` is told at the first refusal and again every `remindMs`.
  */
-export async function inSqliteTurn(knex: Knex, waiting: () => void, run: (trx: Knex.Transaction) => Promise<void>): Promise<void> {
-  for (let told = false; ; told = true) {
+export async function inSqliteTurn(knex: Knex, waiting: () => void, run: (trx: Knex.Transaction) => Promise<void>, { remindMs = REMIND_MS } = {}): Promise<void> {
+  let pauseMs = FIRST_PAUSE_MS;
+  let toldAt: number | undefined;
+  for (;;) {
     try {
       return await knex.transaction(async (trx) => {
         try {
@@ -64,7 +73,12 @@ export async function inSqliteTurn(knex: Knex, waiting: () => void, run: (trx: K
       });
     } catch (err) {
       if (!(err instanceof Busy)) throw err;
-      if (!told) waiting();
+      if (toldAt === undefined || Date.now() - toldAt >= remindMs) {
+        toldAt = Date.now();
+        waiting();
+      }
+      await sleep(pauseMs);
+      pauseMs = Math.min(LONGEST_PAUSE_MS, pauseMs * 2);
     }
   }
 }

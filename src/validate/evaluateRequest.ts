@@ -43,10 +43,10 @@ const typeWhenPassed = {
 };
 
 /**
- * The evaluate request's shape. `typeRequired: false` is for requests made offline from a recorded
- * or authored retry (a fixture's `retry: true`), which passed whatever challenge was asked.
+ * The evaluate request's shape, one for every path: the API, fixtures and `tps explain` (a retry a
+ * fixture or a replay builds names the challenge type it passed, as a client's must).
  */
-const schemaOf = (typeRequired: boolean) => strictObject({
+export const evaluateRequestSchema = strictObject({
   operationKey: id(MAX_OPERATION_KEY_LENGTH).required(),
   actor: strictObject({
     id: id().required(),
@@ -97,7 +97,7 @@ const schemaOf = (typeRequired: boolean) => strictObject({
     notes: text(1000),
   }).default(undefined),
   challengeResult: strictObject({
-    type: typeRequired ? yup.string().oneOf(CHALLENGE_TYPES).test(typeWhenPassed) : yup.string().oneOf(CHALLENGE_TYPES),
+    type: yup.string().oneOf(CHALLENGE_TYPES).test(typeWhenPassed),
     passed: yup.boolean(),
     challengeId: id(128),
   }).default(undefined),
@@ -109,11 +109,5 @@ const schemaOf = (typeRequired: boolean) => strictObject({
   ),
 });
 
-/** POST /api/evaluate's: a passed challengeResult names its type. */
-export const evaluateApiRequestSchema = schemaOf(true);
-/** Offline evaluation's (fixtures, `tps explain`): a passed challengeResult may leave its type out. */
-export const evaluateRequestSchema = schemaOf(false);
-
 // Compiled once: valid requests skip yup's machinery, invalid ones get yup's own errors (kit.ts).
-export const validateEvaluateApiRequest = compileCheck<EvaluateRequest>(evaluateApiRequestSchema as unknown as yup.Schema<EvaluateRequest>);
 export const validateEvaluateRequest = compileCheck<EvaluateRequest>(evaluateRequestSchema as unknown as yup.Schema<EvaluateRequest>);

@@ -17,6 +17,21 @@ export const NOT_OURS = 'is not a cursor this service issued to this environment
 // A date (UTC midnight) or a date-time with its offset, on a real date; a time without an offset
 // would be ambiguous.
 const dateOrInstant = (v: string) => parseInstant(v, { allowDate: true });
+
+// parseInstant keeps whole milliseconds; the digits past them (…00.1235Z) are the rest, in nanoseconds.
+const subMillis = (v: string): number => Number((/\.\d{3}(\d{1,6})/.exec(v)?.[1] ?? '').padEnd(6, '0'));
+
+/**
+ * A bound in whole milliseconds, as createdAt is: one with a part of a millisecond rounds up, so
+ * `from` (inclusive) and `to` (exclusive) keep and drop exactly the events they would at full precision.
+ */
+const boundMs = (v: string): number => dateOrInstant(v)! + (subMillis(v) > 0 ? 1 : 0);
+
+/** to later than from, at their full precision. */
+const later = (to: string, from: string): boolean => {
+  const [t, f] = [dateOrInstant(to)!, dateOrInstant(from)!];
+  return t !== f ? t > f : subMillis(to) > subMillis(from);
+};
 const instant = () =>
   yup
     .string()
@@ -58,9 +73,9 @@ export function validateEventQuery(query: Record<string, unknown>, options: { st
   const checked = check<Query>((options.stream ? streamSchema : listSchema) as unknown as yup.Schema<Query>, { ...query });
   if (!checked.ok) return checked;
   const q = checked.value;
-  const fromMs = q.from === undefined ? undefined : dateOrInstant(q.from);
-  const toMs = q.to === undefined ? undefined : dateOrInstant(q.to);
-  if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs) return { ok: false, details: [{ path: 'to', message: 'to must be later than from' }] };
+  if (q.from !== undefined && q.to !== undefined && !later(q.to, q.from)) return { ok: false, details: [{ path: 'to', message: 'to must be later than from' }] };
+  const fromMs = q.from === undefined ? undefined : boundMs(q.from);
+  const toMs = q.to === undefined ? undefined : boundMs(q.to);
   const filter: EventFilter = {
     operationKey: q.operationKey,
     actorId: q.actorId,

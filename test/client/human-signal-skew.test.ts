@@ -74,3 +74,15 @@ test('with no measured age, the timestamp decides (a direct evaluate)', async (t
   t.is(stale.body.decision, 'step_up_required');
   t.true(stale.body.reasons.includes('policy_recent_human_signal_required'));
 });
+
+test('a browser 10 minutes fast: its timestamp is dropped (TPS would refuse it), its measured age still decides', async (t) => {
+  const recent = await change(browser(30, 600));
+  t.is(recent.status, 200);
+  t.deepEqual(await recent.json(), { decision: 'allow' });
+
+  const stale = await change(browser(240, 600));
+  const body = (await stale.json()) as { telemetryId: string };
+  t.is(stale.status, 428);
+  const event = await get(`${tps.url}/api/events/${body.telemetryId}`, tps.secretKey);
+  t.is(event.body.explanation.facts.session.humanSignalAgeSeconds, 240);
+});

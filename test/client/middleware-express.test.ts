@@ -101,11 +101,11 @@ test('throttle is 429 with retry-after', async (t) => {
   t.regex(res.headers.get('retry-after') ?? '', /^\d+$/);
 });
 
-test('TPS down with failureMode closed: 403, handler not reached', async (t) => {
+test('TPS down with failureMode closed: 503, handler not reached', async (t) => {
   const down = await stoppedServerUrl(() => startTps());
   const server = await listen(expressApp(createClient({ baseUrl: down, secretKey: tps.secretKey })));
   t.teardown(() => server.close());
   const res = await fetch(`${server.url}/customers`, { method: 'POST' });
-  t.is(res.status, 403);
+  t.is(res.status, 503);
   t.is(((await res.json()) as { ok?: boolean }).ok, undefined);
 });

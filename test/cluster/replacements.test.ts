@@ -6,7 +6,8 @@ import { openDatabase } from '../../src/store/db.js';
 import { samples } from '../core/evaluate-suite.js';
 import { tempConfig, type TempConfig } from '../helpers/config.js';
 import { holdTable } from '../helpers/pgLock.js';
-import { childrenOf, getJson, logLines, spawnedServer, type Spawned } from '../helpers/processes.js';
+import { askEachWorker, logLines } from '../helpers/processes.js';
+import { childrenOf, spawnServer, type ScriptProcess } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, post, REDIS_TEST_URL, unique, type StoreKind } from '../helpers/tps.js';
 
 // TPS_WORKERS=2 after its first start (src/cluster/primary.ts): a worker that dies is replaced by
@@ -25,7 +26,7 @@ async function twoWorkers(t: ExecutionContext, store: StoreKind) {
     await dropRedisPrefix(redisPrefix);
   });
   const secretKey = generateKey('secret');
-  const server = spawnedServer({
+  const server = spawnServer({
     TPS_WORKERS: '2',
     TPS_CONFIG_DIR: cfg.dir,
     TPS_WATCH_CONFIG: 'false',
@@ -36,22 +37,21 @@ async function twoWorkers(t: ExecutionContext, store: StoreKind) {
     TPS_ENVIRONMENT: 'test',
   });
   t.teardown(() => server.stop('SIGKILL'));
-  const [workersListening] = await server.logged(/"url":"(http:[^"]+)"[^\n]*"msg":"TPS workers listening"/);
+  const port = await server.loggedPort('TPS workers listening');
   await server.logged(/"msg":"TPS listening"/g, 2);
-  return { server, cfg, database, secretKey, port: Number(new URL(workersListening![1]!).port), serving: loadCatalog(cfg.dir).versionId };
+  return { server, cfg, database, secretKey, port, serving: loadCatalog(cfg.dir).versionId };
 }
 
 /** Kills one worker and waits until its replacement listens (its own `TPS listening`, the third). */
-async function replaceOne(server: Spawned): Promise<void> {
+async function replaceOne(server: ScriptProcess): Promise<void> {
   process.kill(childrenOf(server.pid)[0]!, 'SIGKILL');
   await server.logged(/"msg":"TPS listening"/g, 3);
 }
 
-/** What /readyz says of the configuration version, asked on connections of their own, so of both workers. */
-async function versionsServed(port: number): Promise<Set<string>> {
-  const versions = new Set<string>();
-  for (let i = 0; i < 6; i++) versions.add((await getJson(port, '/readyz')).body.configuration.versionId);
-  return versions;
+/** What /readyz says of the configuration version, asked until each of the primary's workers has answered. */
+async function versionsServed(server: ScriptProcess, port: number): Promise<Set<string>> {
+  const answers = await askEachWorker(port, '/readyz', childrenOf(server.pid));
+  return new Set(answers.map((a) => a.body.configuration.versionId));
 }
 
 test('TPS_WORKERS=2: after both workers refused an invalid edit, a worker that dies is replaced by one serving their configuration', async (t) => {
@@ -66,8 +66,8 @@ test('TPS_WORKERS=2: after both workers refused an invalid edit, a worker that d
     [serving, serving, serving],
   );
   t.is(childrenOf(server.pid).length, 2);
-  t.deepEqual(await versionsServed(port), new Set([serving]));
-  t.like(await server.stop('SIGTERM'), { code: 0 });
+  t.deepEqual(await versionsServed(server, port), new Set([serving]));
+  t.is(await server.stop('SIGTERM'), 0);
 });
 
 test('TPS_WORKERS=2, TPS_WATCH_CONFIG=false: a worker replaced after the files changed serves what the others serve until SIGHUP', async (t) => {
@@ -80,11 +80,11 @@ test('TPS_WORKERS=2, TPS_WATCH_CONFIG=false: a worker replaced after the files c
     logLines(server.stdout, 'TPS listening').map((l) => l.configVersion),
     [serving, serving, serving],
   );
-  t.deepEqual(await versionsServed(port), new Set([serving]));
+  t.deepEqual(await versionsServed(server, port), new Set([serving]));
   server.signal('SIGHUP');
   await server.logged(/"msg":"configuration reloaded"/g, 2);
-  t.deepEqual(await versionsServed(port), new Set([edited]));
-  t.like(await server.stop('SIGTERM'), { code: 0 });
+  t.deepEqual(await versionsServed(server, port), new Set([edited]));
+  t.is(await server.stop('SIGTERM'), 0);
 });
 
 test('TPS_WORKERS=2: a replacement that cannot start is tried again, 1 s then 2 s later, while the other worker serves', async (t) => {
@@ -110,7 +110,7 @@ test('TPS_WORKERS=2: a replacement that cannot start is tried again, 1 s then 2 
   await db.knex.schema.renameTable('policy_versions_away', 'policy_versions');
   await server.logged(/"msg":"TPS listening"/g, 3);
   t.is(childrenOf(server.pid).length, 2);
-  t.like(await server.stop('SIGTERM'), { code: 0 });
+  t.is(await server.stop('SIGTERM'), 0);
 });
 
 test('TPS_WORKERS=2: SIGHUP while a replacement starts reloads the listening worker, and the replacement once it listens', async (t) => {
@@ -133,6 +133,6 @@ test('TPS_WORKERS=2: SIGHUP while a replacement starts reloads the listening wor
     [edited, edited],
   );
   t.is(logLines(server.stdout, 'a TPS worker started during a reload; it reloads now').length, 1);
-  t.deepEqual(await versionsServed(port), new Set([edited]));
-  t.like(await server.stop('SIGTERM'), { code: 0 });
+  t.deepEqual(await versionsServed(server, port), new Set([edited]));
+  t.is(await server.stop('SIGTERM'), 0);
 });

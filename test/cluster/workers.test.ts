@@ -10,7 +10,7 @@ import { generateKey } from '../../src/auth/keys.js';
 import { THREAD_NAME } from '../../src/evaluate/thread.js';
 import { openDatabase } from '../../src/store/db.js';
 import { samples } from '../core/evaluate-suite.js';
-import { allowedCpus, runningServer, startServer, threadNames, type Placement } from '../helpers/script.js';
+import { allowedCpus, childrenOf, runningServer, startServer, threadNames, type Placement } from '../helpers/script.js';
 import { dropRedisPrefix, freshDatabase, REDIS_TEST_URL, REPO_ROOT, unique, type StoreKind } from '../helpers/tps.js';
 
 // TPS_WORKERS=N: the real server (src/server.ts) started as its own process, as `npm start` does,
@@ -39,23 +39,6 @@ async function text(res: http.IncomingMessage): Promise<string> {
   let body = '';
   for await (const chunk of res) body += (chunk as Buffer).toString();
   return body;
-}
-
-function childrenOf(pid: number): number[] {
-  return fs
-    .readdirSync('/proc')
-    .filter((e) => /^\d+$/.test(e))
-    .filter((e) => {
-      try {
-        const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-        // tsx may start an esbuild service beside the workers (a cold transform cache does): not a worker.
-        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-        return comm !== 'esbuild' && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 test('several workers need REDIS_URL, and say so instead of starting', async (t) => {

@@ -2,7 +2,7 @@ import test from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { openDatabase } from '../../src/store/db.js';
 import { migrationSource } from '../../src/store/migrations.js';
-import { spawned, type Spawned } from '../helpers/processes.js';
+import { startScript, type ScriptProcess } from '../helpers/script.js';
 import { freshDatabase, type StoreKind } from '../helpers/tps.js';
 
 // Several processes starting on one store at once (a rolling deploy, `tps` commands beside a
@@ -11,8 +11,8 @@ import { freshDatabase, type StoreKind } from '../helpers/tps.js';
 const MIGRATOR = 'test/helpers/migrateOnSignal.ts';
 
 /** Migrators started on the store, each ready (its modules loaded) before any is told to go. */
-async function readyMigrators(url: string, n: number): Promise<Spawned[]> {
-  const all = Array.from({ length: n }, () => spawned(MIGRATOR, { DATABASE_URL: url }));
+async function readyMigrators(url: string, n: number): Promise<ScriptProcess[]> {
+  const all = Array.from({ length: n }, () => startScript(MIGRATOR, { DATABASE_URL: url }));
   await Promise.all(all.map((p) => p.logged(/^ready$/m)));
   return all;
 }

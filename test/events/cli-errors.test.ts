@@ -1,37 +1,12 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import test from 'ava';
-import knexFactory from 'knex';
 import { readSettings } from '../../src/config/env.js';
-import { runCli } from '../helpers/cli.js';
-import { freshDatabase, get, PG_BASE_URL, REPO_ROOT, startTps } from '../helpers/tps.js';
+import { runCli, runTps } from '../helpers/cli.js';
+import { noStores } from '../helpers/noStore.js';
+import { freshDatabase, get, REPO_ROOT, startTps } from '../helpers/tps.js';
 
 // The failure paths of `tps keys`, `tps events` and `tps seed`: a clear line on stderr and the
 // documented exit code, never a stack trace, never anything on stdout that a pipe would keep.
-
-const CLI = `const { main } = await import(${JSON.stringify(path.join(REPO_ROOT, 'src/cli/index.ts'))}); process.exitCode = await main(process.argv.slice(1));`;
-
-/**
- * Runs `tps ARGS` as a child process until it exits, or until it prints `giveUp` on stderr (then it
- * is stopped and reported with code null): a command that would retry forever fails the test, not hangs it.
- */
-function runUntil(args: string[], env: Record<string, string>, giveUp: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let stopped = false;
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => {
-    stderr += d;
-    if (!stopped && stderr.includes(giveUp)) {
-      stopped = true;
-      child.kill('SIGKILL');
-    }
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code: stopped ? null : code, stdout, stderr })));
-}
 
 const STACK_LINE = /^\s+at /m;
 
@@ -51,20 +26,9 @@ test.serial('an unreachable store: keys and events export exit 1 with one clear 
 // `events export`, `replay` and `events to-fixture` neither create one (a misspelt SQLite path, its
 // folder) nor migrate one (a PostgreSQL schema), and say so rather than report nothing found.
 test.serial('the review tools with no store at DATABASE_URL exit 1 with one clear line, and create or migrate nothing', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-nostore-'));
-  const pg = freshDatabase('postgres');
-  t.teardown(async () => {
-    fs.rmSync(dir, { recursive: true, force: true });
-    await pg.drop();
-  });
-  const typo = path.join(dir, 'dta', 'tps.sqlite');
-  const schema = new URL(pg.url).searchParams.get('schema')!;
+  const stores = noStores(t);
   const commands = [['events', 'export'], ['replay', REPO_ROOT], ['events', 'to-fixture', 'some-id', REPO_ROOT]];
-  for (const [url, where] of [
-    [`sqlite:${typo}`, `sqlite:${typo} (no such file)`],
-    // Named without its user or password.
-    [pg.url, `postgres://${new URL(PG_BASE_URL).host}${new URL(PG_BASE_URL).pathname}?schema=${schema}`],
-  ] as const) {
+  for (const [url, where] of stores.urls) {
     for (const args of commands) {
       const r = await runCli(args, { DATABASE_URL: url, TPS_ENVIRONMENT: 'test', LOG_LEVEL: 'silent' });
       t.is(r.code, 1, `${args[0]} ${url}`);
@@ -72,23 +36,17 @@ test.serial('the review tools with no store at DATABASE_URL exit 1 with one clea
       t.is(r.stderr, `tps: no TPS event store at ${where}: it has no events table; is DATABASE_URL right?\n`);
     }
   }
-  t.deepEqual(fs.readdirSync(dir), [], 'the misspelt path was created');
-  const admin = knexFactory({ client: 'pg', connection: PG_BASE_URL, pool: { min: 0, max: 1 } });
-  try {
-    t.deepEqual(await admin('information_schema.schemata').where('schema_name', schema), [], 'the schema was migrated');
-  } finally {
-    await admin.destroy();
-  }
+  await stores.untouched();
 });
 
 test('tps events tail refuses a URL it cannot use with exit 2 at once, instead of retrying it forever', async (t) => {
   for (const url of ['not-a-url', 'ftp://127.0.0.1:8787']) {
-    const r = await runUntil(['events', 'tail', '--url', url, '--key', 'svc_sec_x'], {}, 'reconnecting');
+    const r = await runTps(['events', 'tail', '--url', url, '--key', 'svc_sec_x'], { stopOn: 'reconnecting' });
     t.is(r.code, 2, `${url}: ${r.stderr}`);
     t.regex(r.stderr, /--url \(or TPS_URL\) must be an http:\/\/ or https:\/\/ URL/);
     t.is(r.stdout, '');
   }
-  const fromEnv = await runUntil(['events', 'tail', '--key', 'svc_sec_x'], { TPS_URL: '127.0.0.1:8787' }, 'reconnecting');
+  const fromEnv = await runTps(['events', 'tail', '--key', 'svc_sec_x'], { env: { TPS_URL: '127.0.0.1:8787' }, stopOn: 'reconnecting' });
   t.is(fromEnv.code, 2, fromEnv.stderr);
 });
 
@@ -97,7 +55,7 @@ test('tps events tail waits out a spent key quota (429, retry-after) and goes on
   t.teardown(() => server.close());
   // The minute's one request: the tail's own connection is then the quota's second.
   t.is((await get(`${server.url}/api/events?limit=1`, server.secretKey)).status, 200);
-  const r = await runUntil(['events', 'tail', '--url', server.url, '--key', server.secretKey], {}, ' s\n');
+  const r = await runTps(['events', 'tail', '--url', server.url, '--key', server.secretKey], { stopOn: ' s\n' });
   t.is(r.code, null, `the tail exited with ${r.code}: ${r.stderr}`);
   t.regex(r.stderr, /^tps: the server answered 429: this key's quota of 1 requests per minute is spent; retrying in ([1-9]|[1-5]\d|60) s$/m);
   t.is(r.stdout, '');

@@ -1,28 +1,15 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import test from 'ava';
-import knexFactory from 'knex';
-import { runTps } from '../helpers/cliProcess.js';
-import { freshDatabase, PG_BASE_URL } from '../helpers/tps.js';
+import { runTps } from '../helpers/cli.js';
+import { noStores } from '../helpers/noStore.js';
+import { freshDatabase } from '../helpers/tps.js';
 
 // `tps keys list` and `keys revoke` take the store as it is (src/cli/readStore.ts): a misspelt
 // DATABASE_URL is an error, not a new empty store that has no keys. `keys create` makes the store,
 // as the server's first start would, so keys can be made before it. Errors go to stderr.
 
 test.serial('keys list and keys revoke with no store at DATABASE_URL exit 1 on stderr, and create or migrate nothing', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-nokeys-'));
-  const pg = freshDatabase('postgres');
-  t.teardown(async () => {
-    fs.rmSync(dir, { recursive: true, force: true });
-    await pg.drop();
-  });
-  const typo = path.join(dir, 'dta', 'tps.sqlite');
-  const schema = new URL(pg.url).searchParams.get('schema')!;
-  for (const [url, where] of [
-    [`sqlite:${typo}`, `sqlite:${typo} (no such file)`],
-    [pg.url, `postgres://${new URL(PG_BASE_URL).host}${new URL(PG_BASE_URL).pathname}?schema=${schema}`],
-  ] as const) {
+  const stores = noStores(t);
+  for (const [url, where] of stores.urls) {
     for (const args of [['keys', 'list'], ['keys', 'list', '--json'], ['keys', 'revoke', 'key_0123']]) {
       const r = await runTps(args, { env: { DATABASE_URL: url } });
       t.is(r.code, 1, `${args.join(' ')} ${url}`);
@@ -30,13 +17,7 @@ test.serial('keys list and keys revoke with no store at DATABASE_URL exit 1 on s
       t.is(r.stderr, `tps: no TPS key store at ${where}: it has no api_keys table; is DATABASE_URL right?\n`);
     }
   }
-  t.deepEqual(fs.readdirSync(dir), [], 'the misspelt path was created');
-  const admin = knexFactory({ client: 'pg', connection: PG_BASE_URL, pool: { min: 0, max: 1 } });
-  try {
-    t.deepEqual(await admin('information_schema.schemata').where('schema_name', schema), [], 'the schema was migrated');
-  } finally {
-    await admin.destroy();
-  }
+  await stores.untouched();
 });
 
 test.serial('keys create makes the store; list and revoke then use it; revoking a key twice errs on stderr only', async (t) => {

@@ -9,7 +9,7 @@ import { EventHub } from '../../src/events/hub.js';
 import { StreamSubscriber } from '../../src/events/subscriber.js';
 import { openDatabase } from '../../src/store/db.js';
 import type { EventFilter } from '../../src/store/eventFilter.js';
-import { KnexEventStore, type PageOptions, type StoredEvent } from '../../src/store/eventStore.js';
+import { KnexEventStore, type PageOptions, type ReadEvent } from '../../src/store/eventStore.js';
 import { freshDatabase, post, startTps, type RunningTps } from '../helpers/tps.js';
 import { generateEvents, ingestRecord, newEnvironment, openStream, query, serverCursors, uid } from './helpers.js';
 
@@ -90,7 +90,7 @@ class CountingStore extends KnexEventStore {
   pages = 0;
   /** Runs alongside each page(): under load a commit lands during every catch-up read; here it surely does. */
   duringRead: () => Promise<void> = async () => undefined;
-  override async page(environment: string, filter: EventFilter, o: PageOptions): Promise<StoredEvent[]> {
+  override async page(environment: string, filter: EventFilter, o: PageOptions): Promise<ReadEvent[]> {
     this.pages++;
     const [rows] = await Promise.all([super.page(environment, filter, o), this.duringRead()]);
     return rows;

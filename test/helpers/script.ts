@@ -33,22 +33,26 @@ export function spawnScript(file: string, args: readonly string[] = [], env: Rec
   return spawn(command[0]!, command.slice(1), { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** The real server as `npm start` runs it (src/server.ts), in a process of its own on loopback. */
-export interface ServerProcess {
-  /** Its process id (with TPS_WORKERS > 1, the primary's). */
-  readonly pid: number;
-  /** The port it listens on, as it logged it; 0 when it exited before listening. */
-  port: number;
-  /** Its exit code when it stopped before listening (a refused start-up); null while it runs. */
+export interface Exit {
   code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A script of the repository in a process of its own, handed back at once, for a test that acts while it runs. */
+export interface ScriptProcess {
+  readonly pid: number;
   /** What it has printed so far. */
   readonly stdout: string;
   readonly stderr: string;
-  /** The first match of the pattern in what it has printed, now or later; an error if it ends first. */
-  logged(pattern: RegExp): Promise<RegExpMatchArray>;
+  /** The `times`-th match of the pattern in its stdout (groups included), now or later; an error if it ends first. */
+  logged(pattern: RegExp, times?: number): Promise<RegExpMatchArray>;
+  /** The first match of the pattern in its stderr, as logged(). */
+  said(pattern: RegExp): Promise<RegExpMatchArray>;
   /** The port of the `url` in the first log line with this message, as logged(). */
   loggedPort(msg: string): Promise<number>;
-  /** Sends the signal and goes on (SIGHUP: reload the configuration). */
+  /** Its exit code, or the signal that ended it, once everything it printed has been read. */
+  readonly exited: Promise<Exit>;
+  /** Sends the signal and goes on (SIGHUP to the server: reload the configuration). */
   signal(signal: NodeJS.Signals): void;
   /** Sends the signal unless it has already exited, and resolves with its exit code once it has. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -58,58 +62,73 @@ export interface ServerProcess {
 // matched as the log line spells it (JSON, quotes included), as text rather than as a pattern.
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const urlBeside = (msg: string) => new RegExp(`"url":"(http:[^"]+)"[^\\n]*"msg":${literal(JSON.stringify(msg))}`);
+const everyMatch = (pattern: RegExp) => new RegExp(pattern.source, pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`);
 
-/**
- * Starts the server with these environment variables (over PORT=0, HOST and LOG_LEVEL=info);
- * resolves once it listens, or once it has exited. The port is the one it logs: a port picked
- * here could be taken by then (most likely what failed a CI run once).
- */
-export async function startServer(env: Record<string, string>, place?: Placement): Promise<ServerProcess> {
-  const child = spawnScript('src/server.ts', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, place);
-  let [stdout, stderr] = ['', ''];
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+/** The script started as spawnScript starts it, its output collected. */
+export function startScript(file: string, env: Record<string, string> = {}, args: readonly string[] = [], place?: Placement): ScriptProcess {
+  const child = spawnScript(file, args, env, place);
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
   // 'close', not 'exit': by then everything it printed has been read.
-  const ended = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
-  const server: ServerProcess = {
+  const exited = new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  const waitFor = (stream: 'stdout' | 'stderr', found: (text: string) => RegExpMatchArray | undefined, what: string) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      // Added after the listener that appends, so it sees each chunk appended.
+      const look = () => {
+        const match = found(out[stream]);
+        if (!match) return;
+        child[stream].off('data', look);
+        resolve(match);
+      };
+      child[stream].on('data', look);
+      void exited.then(({ code, signal }) => reject(new Error(`${file} ended (${code ?? signal}) before printing ${what}:\n${out.stderr}${out.stdout}`)));
+      look();
+    });
+  const proc: ScriptProcess = {
     pid: child.pid!,
-    port: 0,
-    code: null,
     get stdout() {
-      return stdout;
+      return out.stdout;
     },
     get stderr() {
-      return stderr;
+      return out.stderr;
     },
-    logged(pattern) {
-      return new Promise((resolve, reject) => {
-        // Added after the listener that appends, so it sees each chunk appended.
-        const look = () => {
-          const match = stdout.match(pattern);
-          if (!match) return;
-          child.stdout.off('data', look);
-          resolve(match);
-        };
-        child.stdout.on('data', look);
-        void ended.then((code) => reject(new Error(`the server exited with ${code} before printing ${pattern}:\n${stderr}${stdout}`)));
-        look();
-      });
-    },
-    async loggedPort(msg) {
-      return Number(new URL((await server.logged(urlBeside(msg)))[1]!).port);
-    },
-    signal(signal) {
-      child.kill(signal);
-    },
+    logged: (pattern, times = 1) => waitFor('stdout', (text) => [...text.matchAll(everyMatch(pattern))][times - 1], `${pattern} (${times} time(s))`),
+    said: (pattern) => waitFor('stderr', (text) => text.match(pattern) ?? undefined, String(pattern)),
+    loggedPort: async (msg) => Number(new URL((await proc.logged(urlBeside(msg)))[1]!).port),
+    exited,
+    signal: (signal) => void child.kill(signal),
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return ended;
+      return (await exited).code;
     },
   };
+  return proc;
+}
+
+/** The real server (src/server.ts) as `npm start` runs it, on loopback (PORT=0, HOST and LOG_LEVEL=info under `env`), handed back before it listens. */
+export const spawnServer = (env: Record<string, string>, place?: Placement): ScriptProcess =>
+  startScript('src/server.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, [], place);
+
+/** The real server, once it listens or has exited. */
+export interface ServerProcess extends ScriptProcess {
+  /** The port it listens on, as it logged it; 0 when it exited before listening. */
+  port: number;
+  /** Its exit code when it stopped before listening (a refused start-up); null while it runs. */
+  code: number | null;
+}
+
+/**
+ * Starts the server as spawnServer does; resolves once it listens (with TPS_WORKERS > 1, pid is
+ * the primary's), or once it has exited. The port is the one it logs: a port picked here could be
+ * taken by then (most likely what failed a CI run once).
+ */
+export async function startServer(env: Record<string, string>, place?: Placement): Promise<ServerProcess> {
+  const server: ServerProcess = Object.assign(spawnServer(env, place), { port: 0, code: null });
   try {
     server.port = await server.loggedPort('TPS listening');
   } catch {
-    server.code = await ended;
+    server.code = (await server.exited).code;
   }
   return server;
 }
@@ -129,3 +148,21 @@ export const threadNames = (pid: number | 'self' = 'self'): string[] =>
 
 /** The CPUs a process is allowed (its affinity mask), as /proc lists them: "0", "0-1". */
 export const allowedCpus = (pid: number | 'self' = 'self'): string => /^Cpus_allowed_list:\s*(.+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
+
+/** The pids of a process's children, from /proc: with TPS_WORKERS > 1, the primary's workers. */
+export function childrenOf(pid: number): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .filter((e) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+        // tsx may start an esbuild service beside the workers (a cold transform cache does): not a worker.
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        return comm !== 'esbuild' && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}

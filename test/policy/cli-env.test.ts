@@ -1,24 +1,17 @@
 // The policy commands read the configuration folder and nothing else: a shell whose server variables
 // the server would refuse (PORT=abc) still validates, compiles, tests and explains. Run as a user
 // runs it, the real `tps` (bin/tps.js) in a process of its own, from a folder that is not the config.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import { runTps } from '../helpers/cli.js';
 import { tempConfig } from '../helpers/config.js';
-import { REPO_ROOT } from '../helpers/tps.js';
 
 // Each would stop the server at start (src/config/env.ts).
 const REFUSED_BY_THE_SERVER = { PORT: 'abc', LOG_LEVEL: 'loud', TPS_WORKERS: '0', TPS_AI_URL: 'ftp://x' };
 
-function tps(args: string[], cwd: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/tps.js'), ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let [stdout, stderr] = ['', ''];
-  child.stdout.on('data', (d: Buffer) => (stdout += d));
-  child.stderr.on('data', (d: Buffer) => (stderr += d));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const tps = (args: string[], cwd: string, env: Record<string, string>) => runTps(args, { cwd, env });
 
 test('validate, compile, test and explain ignore server variables they do not need, and still read TPS_CONFIG_DIR', async (t) => {
   const cfg = tempConfig();

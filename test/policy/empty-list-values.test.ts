@@ -1,13 +1,11 @@
 // An empty list where an operator's value must be a list is a located problem: `in: []` never
 // matches and `notIn: []` always does (someValue and everyValue over nothing likewise), almost
 // surely a slip in a security policy, which validation used to accept.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import test from 'ava';
 import { compileCatalog } from '../../src/policy/catalog.js';
 import { loadConfigDir } from '../../src/policy/load.js';
+import { runTps } from '../helpers/cli.js';
 import { tempConfig } from '../helpers/config.js';
-import { REPO_ROOT } from '../helpers/tps.js';
 
 const LIST = 'a non-empty list of strings, numbers or booleans';
 
@@ -27,13 +25,7 @@ const policy = (fact: string, operator: string, value: string) =>
   ].join('\n');
 
 /** `tps validate DIR` in a process of its own, as a user runs it. */
-function tpsValidate(dir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'bin/tps.js'), 'validate', dir], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let [stdout, stderr] = ['', ''];
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
+const tpsValidate = (dir: string) => runTps(['validate', dir]);
 
 test('tps validate reports `in: []` with its file, line and YAML path, and fails', async (t) => {
   const cfg = tempConfig({ fixtures: false });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { runTps } from '../helpers/cliProcess.js';
+import { runTps } from '../helpers/cli.js';
 import { tempConfig, type TempConfig } from '../helpers/config.js';
 
 // What a fixture asserts, through `tps test` as CI runs it: every step asserts its decision, only

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { runTps } from '../helpers/cliProcess.js';
+import { runTps } from '../helpers/cli.js';
 import { openFreshStore } from '../helpers/config.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 

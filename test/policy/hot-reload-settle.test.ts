@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import test from 'ava';
 import { loadCatalog } from '../../src/policy/catalog.js';
 import { tempConfig } from '../helpers/config.js';
+import { financePayment } from '../helpers/payments.js';
 import { readyzUntil } from '../helpers/readyz.js';
 import { capturedLogs, get, post, startTps } from '../helpers/tps.js';
 
@@ -9,13 +10,6 @@ import { capturedLogs, get, post, startTps } from '../helpers/tps.js';
 // prefix on disk that may well be valid YAML and a valid policy: `value: 1` of `value: 1000`.
 // A watched reload compiles the files only once they have stayed as read for TPS_WATCH_SETTLE_MS.
 
-const payment = (amount: number) => ({
-  operationKey: 'payment_transaction.create',
-  actor: { id: 'fin-1', authenticated: true, roles: ['finance'] },
-  resource: { type: 'payment_method', id: 'pm-1' },
-  requestData: { amount, currency: 'EUR' },
-  session: { sessionId: 's-1', continuityStrength: 0.95, recentHumanSignalAgeSeconds: 5 },
-});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('a file written in pieces, pausing past the debounce, is swapped in only once whole: no prefix of it is ever served', async (t) => {
@@ -79,6 +73,6 @@ test('a file written in pieces, pausing past the debounce, is swapped in only on
   const swapped = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'configuration reloaded');
   t.deepEqual(swapped.map((l) => l.versionId), [final]);
   // And the whole file decides: 500 is below its threshold (not below 1, 10 or 100).
-  t.is((await post(`${tps.url}/api/evaluate`, payment(500), tps.secretKey)).body.decision, 'allow');
-  t.is((await post(`${tps.url}/api/evaluate`, payment(1000), tps.secretKey)).body.decision, 'step_up_required');
+  t.is((await post(`${tps.url}/api/evaluate`, financePayment(500), tps.secretKey)).body.decision, 'allow');
+  t.is((await post(`${tps.url}/api/evaluate`, financePayment(1000), tps.secretKey)).body.decision, 'step_up_required');
 });

@@ -5,6 +5,8 @@ import { readSettings } from '../../src/config/env.js';
 import type { AdvisoryInput, AdvisoryPort } from '../../src/evaluate/advisory.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
 import { tempConfig, type TempConfig } from '../helpers/config.js';
+import { financePayment } from '../helpers/payments.js';
+import { policyVersion, readyzUntil } from '../helpers/readyz.js';
 import { runningServer } from '../helpers/script.js';
 import { freshDatabase, get, post, startTps } from '../helpers/tps.js';
 
@@ -12,28 +14,8 @@ import { freshDatabase, get, post, startTps } from '../helpers/tps.js';
 // good configuration serving and shows its problems on /readyz; evaluations in flight finish on the
 // version they started with; under load, no request fails during a swap.
 
-const payment = (amount: number) => ({
-  operationKey: 'payment_transaction.create',
-  actor: { id: 'fin-1', authenticated: true, roles: ['finance'] },
-  resource: { type: 'payment_method', id: 'pm-1' },
-  requestData: { amount, currency: 'EUR' },
-  session: { sessionId: 's-1', continuityStrength: 0.95, recentHumanSignalAgeSeconds: 5 },
-});
 
 const versionOf = (cfg: TempConfig, policy: string) => loadCatalog(cfg.dir).policies.get(policy)!.versionId;
-
-/** Polls /readyz until `done` holds; bounded, so a reload that never comes fails the test instead of hanging it. */
-async function readyzUntil(url: string, done: (body: any) => boolean): Promise<any> {
-  let body: any;
-  for (let i = 0; i < 400; i++) {
-    body = (await get(`${url}/readyz`)).body;
-    if (done(body)) return body;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`readyz never reached the expected state: ${JSON.stringify(body)}`);
-}
-
-const policyVersion = (body: any, id: string) => body.policies.find((p: { id: string }) => p.id === id)?.versionId;
 
 test('a valid edit takes effect without a restart; an invalid one keeps the old version serving', async (t) => {
   const cfg = tempConfig({ fixtures: false });
@@ -43,7 +25,7 @@ test('a valid edit takes effect without a restart; an invalid one keeps the old 
     cfg.cleanup();
   });
   const before = versionOf(cfg, 'payments');
-  const a = await post(`${tps.url}/api/evaluate`, payment(7000), tps.secretKey);
+  const a = await post(`${tps.url}/api/evaluate`, financePayment(7000), tps.secretKey);
   t.is(a.body.decision, 'allow');
   t.is(a.body.policyVersionId, before);
 
@@ -51,7 +33,7 @@ test('a valid edit takes effect without a restart; an invalid one keeps the old 
   const after = versionOf(cfg, 'payments');
   const ready = await readyzUntil(tps.url, (b) => policyVersion(b, 'payments') === after);
   t.deepEqual(ready.configuration.lastReload, { status: 'ok' });
-  const b = await post(`${tps.url}/api/evaluate`, payment(7000), tps.secretKey);
+  const b = await post(`${tps.url}/api/evaluate`, financePayment(7000), tps.secretKey);
   t.is(b.body.decision, 'step_up_required');
   t.is(b.body.policyVersionId, after);
   // The new version is remembered, so its events can be explained later.
@@ -66,7 +48,7 @@ test('a valid edit takes effect without a restart; an invalid one keeps the old 
     ['true:3 thresholds.stepUp: thresholds.stepUp must be between 0 and 100', 'true:4 throtle: throtle is not a known field (did you mean "throttle"?)'],
   );
   t.is(policyVersion(refused, 'payments'), after);
-  const c = await post(`${tps.url}/api/evaluate`, payment(7000), tps.secretKey);
+  const c = await post(`${tps.url}/api/evaluate`, financePayment(7000), tps.secretKey);
   t.is(c.status, 200);
   t.is(c.body.decision, 'step_up_required');
   t.is(c.body.policyVersionId, after);
@@ -100,7 +82,7 @@ test('evaluations in flight finish on the version they started with', async (t) 
     cfg.cleanup();
   });
   const before = versionOf(cfg, 'payments');
-  const inFlight = tps.evaluator!.evaluate('test', payment(7000));
+  const inFlight = tps.evaluator!.evaluate('test', financePayment(7000));
   t.is(await inAdvisor, before);
 
   cfg.replace('rules/payments.yaml', 'value: 10000', 'value: 5000');
@@ -112,7 +94,7 @@ test('evaluations in flight finish on the version they started with', async (t) 
   const { response } = await inFlight;
   t.is(response.policyVersionId, before);
   t.is(response.decision, 'allow');
-  const next = await tps.evaluator!.evaluate('test', payment(7000));
+  const next = await tps.evaluator!.evaluate('test', financePayment(7000));
   t.is(next.response.policyVersionId, versionOf(cfg, 'payments'));
   t.is(next.response.decision, 'step_up_required');
 });
@@ -125,7 +107,7 @@ test('an edit of any field an answer carries moves the configuration version: a 
     cfg.cleanup();
   });
   const versionBefore = (await get(`${tps.url}/readyz`)).body.configuration.versionId;
-  const evaluate = () => post(`${tps.url}/api/evaluate`, { ...payment(50), operationKey: 'bank_account.update', resource: { type: 'account', id: 'acc-1' } }, tps.secretKey);
+  const evaluate = () => post(`${tps.url}/api/evaluate`, { ...financePayment(50), operationKey: 'bank_account.update', resource: { type: 'account', id: 'acc-1' } }, tps.secretKey);
   t.is((await evaluate()).body.resourceType, 'account');
 
   cfg.replace('operations/bank_account.update.yaml', 'resourceType: account', 'resourceType: bank_account');
@@ -164,7 +146,7 @@ test('under a load of concurrent requests, no request fails while the configurat
   const worker = async (w: number) => {
     // Bounded: a worker stops when the swaps are done, or after 400 requests whatever happens.
     for (let i = 0; !stop && i < 400; i++) {
-      const r = await post(`${tps.url}/api/evaluate`, { ...payment(7000), actor: { id: `fin-${w}-${i}`, authenticated: true, roles: ['finance'] } }, tps.secretKey);
+      const r = await post(`${tps.url}/api/evaluate`, { ...financePayment(7000), actor: { id: `fin-${w}-${i}`, authenticated: true, roles: ['finance'] } }, tps.secretKey);
       seen.push({ status: r.status, version: r.body?.policyVersionId, decision: r.body?.decision });
     }
   };
@@ -226,7 +208,7 @@ test('a reload the store cannot record is refused, and /readyz says so until one
   t.is(refused.configuration.lastReload.status, 'rejected');
   t.regex(refused.configuration.lastReload.problems[0].message, /^reload failed: /);
   t.is(policyVersion(refused, 'payments'), before);
-  const still = await post(`${tps.url}/api/evaluate`, payment(7000), tps.secretKey);
+  const still = await post(`${tps.url}/api/evaluate`, financePayment(7000), tps.secretKey);
   t.is(still.body.policyVersionId, before);
   t.is(still.body.decision, 'allow');
 

@@ -1,14 +1,10 @@
 import test, { type ExecutionContext } from 'ava';
 import type { EvaluateRequest } from '../../src/api/types.js';
-import { OfflineEvaluator } from '../../src/evaluate/offline.js';
-import { loadCatalog } from '../../src/policy/catalog.js';
-import { MemoryChallengeStore } from '../../src/state/challenges.js';
-import { MemoryVelocityCounter } from '../../src/state/counters.js';
-import { KnexEventStore, type EventRecord } from '../../src/store/eventStore.js';
-import { PolicyVersionStore } from '../../src/store/policyVersionStore.js';
+import type { EventRecord } from '../../src/store/eventStore.js';
+import { runTps } from '../helpers/cli.js';
+import { decideLive, storeHolding, type HistoryStep } from '../helpers/history.js';
 import { bareEvent } from '../helpers/events.js';
-import { openFreshStore, tempConfig, type TempConfig } from '../helpers/config.js';
-import { runScript } from '../helpers/script.js';
+import { tempConfig, type TempConfig } from '../helpers/config.js';
 import { REPO_ROOT } from '../helpers/tps.js';
 
 // `tps replay` run as a user runs it (bin/tps.js, a process of its own) over a SQLite store holding
@@ -20,10 +16,7 @@ const T0 = Date.UTC(2025, 0, 8, 12, 0, 0); // on a minute: a 60 s window's bucke
 const at = (seconds: number) => T0 + seconds * 1000;
 const iso = (seconds: number) => new Date(at(seconds)).toISOString();
 
-interface Step {
-  at: number;
-  req: EvaluateRequest;
-}
+type Step = HistoryStep;
 
 const calm = { continuityStrength: 0.95, recentHumanSignalAgeSeconds: 5 };
 
@@ -43,31 +36,10 @@ const customerCreate = (id: string): EvaluateRequest => ({
   session: { sessionId: 's-staff', ...calm },
 });
 
-/** The events the server's Evaluator records for these steps under `dir`, state kept between them as a server keeps it. */
-async function decideLive(dir: string, steps: Step[]): Promise<EventRecord[]> {
-  const events: EventRecord[] = [];
-  let now = 0;
-  const offline = new OfflineEvaluator({
-    catalog: loadCatalog(dir),
-    counters: new MemoryVelocityCounter(),
-    challenges: new MemoryChallengeStore(),
-    now: () => now,
-    record: (e) => void events.push(e),
-  });
-  for (const step of steps) {
-    now = step.at;
-    await offline.evaluate(step.req, 'test');
-  }
-  return events.map((e, i) => ({ ...e, telemetryId: `h-${i + 1}` }));
-}
-
 /** A fresh SQLite store with the history recorded under `dir`, and its policy versions, as the server keeps them. */
 async function recorded(t: ExecutionContext, dir: string, steps: Step[], extra: EventRecord[] = []) {
-  const store = await openFreshStore('sqlite');
-  t.teardown(store.close);
   const events = await decideLive(dir, steps);
-  await new PolicyVersionStore(store.db.knex).remember(loadCatalog(dir).policies.values());
-  await new KnexEventStore(store.db).insertBatch([...events, ...extra]);
+  const store = await storeHolding(t, dir, [...events, ...extra]);
   return { ...store, events };
 }
 
@@ -92,7 +64,7 @@ interface Report {
   skipped: { reason: string; count: number; samples: string[] }[];
 }
 
-const tps = (url: string, args: string[]) => runScript('bin/tps.js', { DATABASE_URL: url, LOG_LEVEL: 'silent' }, args);
+const tps = (url: string, args: string[]) => runTps(args, { env: { DATABASE_URL: url } });
 
 async function replayJson(t: ExecutionContext, url: string, args: string[], code = 0): Promise<Report> {
   const run = await tps(url, ['replay', ...args, '--format', 'json']);

@@ -1,23 +1,14 @@
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { Redis } from 'ioredis';
 import { MemoryChallengeStore, type StoredChallenge } from '../../src/state/challenges.js';
-import { openState, type State } from '../../src/state/open.js';
-import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
+import { stateOf } from '../helpers/state.js';
+import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
 // ChallengeStore.revert, as each store keeps challenges: in the process, and in a real Redis under
 // a prefix of the test's own. It undoes what an evaluation whose event was not committed did.
 
 const ENV = 'test';
 const FP = 'fingerprint-1';
-
-function stateOf(kind: 'memory' | 'redis', t: ExecutionContext, prefix = `tps-test:${unique()}:`): State {
-  const state = openState(kind === 'redis' ? REDIS_TEST_URL : undefined, prefix);
-  t.teardown(async () => {
-    await state.close();
-    if (kind === 'redis') await dropRedisPrefix(prefix);
-  });
-  return state;
-}
 
 const challenge = (id: string, nowMs: number, lifeMs = 600_000): StoredChallenge => ({
   id,

@@ -1,7 +1,6 @@
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { SWEEP_EVERY_HITS } from '../../src/state/counters.js';
-import { openState, type State } from '../../src/state/open.js';
-import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
+import { stateOf } from '../helpers/state.js';
 
 // The velocity count as each state keeps it: in the process, and in a real Redis under a prefix of
 // the test's own. Policies' windows differ (serviceWindow.seconds), and one key's window must not
@@ -9,17 +8,6 @@ import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
 // key makes the last of them.
 const HOUR = 3600;
 const MINUTE = 60;
-
-/** The state of one kind, under a Redis prefix of its own, closed and dropped when the test ends. */
-function stateOf(kind: 'memory' | 'redis', t: ExecutionContext): State {
-  const prefix = `tps-test:${unique()}:`;
-  const state = openState(kind === 'redis' ? REDIS_TEST_URL : undefined, prefix);
-  t.teardown(async () => {
-    await state.close();
-    if (kind === 'redis') await dropRedisPrefix(prefix);
-  });
-  return state;
-}
 
 /** Mid-hour and at the start of a minute, so no bucket turns over while a test runs. */
 const midHour = () => Math.floor(Date.now() / (HOUR * 1000)) * HOUR * 1000 + 30 * MINUTE * 1000;

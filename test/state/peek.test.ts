@@ -1,20 +1,11 @@
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { Redis } from 'ioredis';
 import { ApiError } from '../../src/api/errors.js';
-import { openState, type State } from '../../src/state/open.js';
-import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
+import { stateOf } from '../helpers/state.js';
+import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
 // VelocityCounter.peek (a satisfied step-up retry's read of TPS's window): the count as hit would
 // see it, without adding to it. In the process and in a real Redis under a prefix of the test's own.
-
-function stateOf(kind: 'memory' | 'redis', t: ExecutionContext, prefix = `tps-test:${unique()}:`): State {
-  const state = openState(kind === 'redis' ? REDIS_TEST_URL : undefined, prefix);
-  t.teardown(async () => {
-    await state.close();
-    if (kind === 'redis') await dropRedisPrefix(prefix);
-  });
-  return state;
-}
 
 // The middle of a 60 s bucket, so that the previous bucket's share is half of it.
 const MID = 1_800_000_030_000;

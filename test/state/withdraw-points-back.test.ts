@@ -1,8 +1,8 @@
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { Redis } from 'ioredis';
-import type { StoredChallenge } from '../../src/state/challenges.js';
-import { openState, type State } from '../../src/state/open.js';
-import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
+import type { ChallengeStore, StoredChallenge } from '../../src/state/challenges.js';
+import { stateOf } from '../helpers/state.js';
+import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
 // Two concurrent identical retries of one challenge: the first uses it, the second finds it used and
 // is issued another. If neither is committed, both are undone, in whichever order their failures
@@ -12,19 +12,20 @@ import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
 const ENV = 'test';
 const FP = 'fingerprint-concurrent';
 
-function stateOf(kind: 'memory' | 'redis', t: ExecutionContext, prefix = `tps-test:${unique()}:`): State {
-  const state = openState(kind === 'redis' ? REDIS_TEST_URL : undefined, prefix);
-  t.teardown(async () => {
-    await state.close();
-    if (kind === 'redis') await dropRedisPrefix(prefix);
-  });
-  return state;
-}
-
 const challenge = (nowMs: number, lifeMs = 600_000): StoredChallenge => {
   const id = `ch_${unique()}`;
   return { id, type: 'passkey', fingerprint: FP, environment: ENV, score: 60, band: 'medium', reasons: ['missing_recent_human_signal'], telemetryId: `tel_${id}`, expiresAt: nowMs + lifeMs };
 };
+
+/** The transaction's challenge x issued; the first retry uses it, the second finds it used and is issued y. */
+async function twoRetries(challenges: ChallengeStore, now: number) {
+  const x = challenge(now);
+  await challenges.issue(x, now);
+  const used = await challenges.consume(ENV, FP, undefined, now);
+  const y = challenge(now);
+  await challenges.issue(y, now);
+  return { x, used, y };
+}
 
 for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] undone in batch order (the retry that used the challenge first), the challenge is the transaction's again`, async (t) => {
@@ -47,11 +48,7 @@ for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] undone in the other order, the same`, async (t) => {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
-    const x = challenge(now);
-    await challenges.issue(x, now);
-    const used = await challenges.consume(ENV, FP, undefined, now);
-    const y = challenge(now);
-    await challenges.issue(y, now);
+    const { x, used, y } = await twoRetries(challenges, now);
     await challenges.revert({ issued: y }, now);
     await challenges.revert({ consumed: used }, now);
     t.is((await challenges.consume(ENV, FP, undefined, now))?.id, x.id);
@@ -73,11 +70,7 @@ for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] a withdrawal points back only at a put-back challenge still live`, async (t) => {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
-    const x = challenge(now);
-    await challenges.issue(x, now);
-    const used = await challenges.consume(ENV, FP, undefined, now);
-    const y = challenge(now);
-    await challenges.issue(y, now);
+    const { x, used, y } = await twoRetries(challenges, now);
     await challenges.revert({ consumed: used }, now);
     // Used for good, by id, by a retry that was committed.
     t.is((await challenges.consume(ENV, FP, x.id, now))?.id, x.id);

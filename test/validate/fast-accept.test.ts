@@ -49,6 +49,9 @@ const INVALID: unknown[] = [
   { operationKey: 'x', actor: { id: 'u', roles: ['a', ''] }, resource: { type: 'r', id: 'i' } },
   { operationKey: 'x', actor: { id: 'u' }, resource: { type: 'r', id: 'i' }, rawSignals: { 'bad key!': 1, fine: 'str' } },
   { operationKey: 'x', actor: { id: 'u' }, resource: { type: 'r', id: 'i' }, challengeResult: { type: 'sms', passed: 'yes' } },
+  // The evaluate endpoint's schema, the one every path uses: a passed result names its type.
+  { operationKey: 'x', actor: { id: 'u' }, resource: { type: 'r', id: 'i' }, challengeResult: { passed: true } },
+  { operationKey: 'x', actor: { id: 'u' }, resource: { type: 'r', id: 'i' }, challengeResult: { passed: true, challengeId: 'ch_1' } },
   { operationKey: 'x', actor: { id: 'u' }, resource: { type: 'r', id: 'i' }, requestData: { requestedCount: '5', other: 1 } },
   { operationKey: 'x'.repeat(129), actor: { id: 'u'.repeat(257) }, resource: { type: 'r', id: 'i' } },
 ];

@@ -7,6 +7,7 @@ import { compileFastAccept } from '../../src/validate/fastAccept.js';
 import { check, MAX_NESTING, yup } from '../../src/validate/kit.js';
 import { MAX_CLOCK_SKEW_MS } from '../../src/validate/timestamp.js';
 import { tempConfig } from '../helpers/config.js';
+import { runScript } from '../helpers/script.js';
 import { get, post, startTps, type RunningTps } from '../helpers/tps.js';
 import { ingestRecord } from '../events/helpers.js';
 import { samples } from '../core/evaluate-suite.js';
@@ -194,6 +195,24 @@ test('recentHumanSignalAt needs an offset, a real date, and no more than the all
     t.is((await evaluate(t, body)).status, 200, at);
     assertBothPaths(t, body, true);
   }
+});
+
+// 4b. One schema for every path
+
+test('a passed challengeResult without its type is refused alike: over HTTP, on both validation paths, and by tps explain', async (t) => {
+  const untyped = with_((b) => (b.challengeResult = { passed: true }));
+  assertRefused(t, await evaluate(t, untyped), 'challengeResult.type', { message: /required when challengeResult\.passed is true/ });
+  assertBothPaths(t, untyped, false);
+  assertBothPaths(t, with_((b) => (b.challengeResult = { passed: false })), true);
+  assertBothPaths(t, with_((b) => (b.challengeResult = { type: 'passkey', passed: true })), true);
+
+  // `tps explain` (bin/tps.js, a process of its own) validates with the same schema.
+  const cfg = tempConfig({ fixtures: false });
+  t.teardown(cfg.cleanup);
+  cfg.write('untyped.json', JSON.stringify(untyped));
+  const explained = await runScript('bin/tps.js', { LOG_LEVEL: 'silent' }, ['explain', '--request', cfg.path('untyped.json'), cfg.dir]);
+  t.is(explained.code, 2, explained.stdout);
+  t.regex(explained.stderr, /challengeResult\.type: challengeResult\.type is required when challengeResult\.passed is true/);
 });
 
 test('the Decision Log refuses impossible dates in from and to', async (t) => {

@@ -53,6 +53,8 @@ const exportCommand: Command = {
   },
 };
 
+type ErrorBody = { error?: { message?: string; details?: { path?: string }[] } };
+
 // The longest pause after a 429: the quota is per minute.
 const MAX_PAUSE_MS = 60_000;
 
@@ -89,12 +91,17 @@ const tail: Command = {
             signal: stop.signal,
           });
           if (!res.ok || !res.body) {
-            const body = (await res.json().catch(() => undefined)) as { error?: { message?: string } } | undefined;
+            const body = (await res.json().catch(() => undefined)) as ErrorBody | undefined;
             const said = `tps: the server answered ${res.status}: ${body?.error?.message ?? res.statusText}`;
             // The key's quota comes back: wait as told, rather than end a follow that would resume.
             if (res.status === 429) {
               pauseMs = Math.min(MAX_PAUSE_MS, Math.max(1000, (retryAfter(res.headers) ?? 1) * 1000));
               err(`${said}; retrying in ${Math.round(pauseMs / 1000)} s`);
+            } else if (res.status === 400 && sse.lastEventId && body?.error?.details?.some((d) => d.path === 'Last-Event-ID')) {
+              // The position is no longer one the server accepts (migration 006 or its rollback, a
+              // store made anew): a follow goes on from now rather than end.
+              err(`${said}; the server refused the position to resume from, so events committed since it may be missing here; following from now`);
+              sse.lastEventId = undefined;
             } else {
               err(said);
               if (res.status < 500) return 1;

@@ -2,16 +2,17 @@ import { readSettings } from '../../config/env.js';
 import { createKeyPair } from '../../auth/keys.js';
 import { openDatabase } from '../../store/db.js';
 import { KnexKeyStore } from '../../store/keyStore.js';
-import { openExistingStore } from '../readStore.js';
+import { checkpointedAtClose, openExistingStore } from '../readStore.js';
 import { envOption, out, UsageError, type Command } from '../command.js';
 
 /**
  * `create` opens the store as the server does, creating and migrating it, so keys can be made
  * before a first start. `list` and `revoke` take it as it is: a misspelt DATABASE_URL must not
- * create a store and answer "no keys" (or "no such key") from it.
+ * create a store and answer "no keys" (or "no such key") from it. What `create` and `revoke` write
+ * is in the SQLite file itself when they exit, server running or not (checkpointedAtClose).
  */
-async function withKeyStore<T>(fn: (store: KnexKeyStore) => Promise<T>, { create = false } = {}): Promise<T> {
-  const db = create ? await openDatabase(readSettings().databaseUrl) : await openExistingStore('api_keys', 'key');
+async function withKeyStore<T>(fn: (store: KnexKeyStore) => Promise<T>, { create = false, writes = false } = {}): Promise<T> {
+  const db = create ? checkpointedAtClose(await openDatabase(readSettings().databaseUrl)) : await openExistingStore('api_keys', 'key', { writes });
   try {
     return await fn(new KnexKeyStore(db.knex));
   } finally {
@@ -65,7 +66,7 @@ const revoke: Command = {
   async run({ positionals }) {
     const id = positionals[0];
     if (!id) throw new UsageError('usage: tps keys revoke ID');
-    const done = await withKeyStore((store) => store.revoke(id, Date.now()));
+    const done = await withKeyStore((store) => store.revoke(id, Date.now()), { writes: true });
     // An error, so on stderr, as every command's.
     if (!done) throw new Error(`no active key with id ${id}`);
     out(`revoked ${id}`);

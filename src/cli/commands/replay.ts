@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { readSettings } from '../../config/env.js';
 import { didYouMean } from '../../lib/suggest.js';
-import type { Catalog } from '../../policy/catalog.js';
+import { lookupOperation, type Catalog } from '../../policy/catalog.js';
 import { replay } from '../../replay/replay.js';
 import { formatReplay } from '../../replay/report.js';
 import { parseInstant } from '../../validate/timestamp.js';
@@ -21,18 +21,25 @@ function time(value: unknown, flag: string): number | undefined {
 /** Exit status of --fail-on-change when a decision or another part of an answer changes. */
 export const EXIT_CHANGED = 3;
 
-/** The operations the stored events name (the small facet table, not a scan of the events). */
-async function storedOperations(knex: Knex): Promise<string[]> {
-  const table = (await knex.schema.hasTable('event_facets')) ? 'event_facets' : 'events';
-  return (await knex(table).distinct('operation_key')).map((r: { operation_key: string }) => r.operation_key);
+/** The operations the stored events name, in one environment if given (the small facet table, not a scan of the events). */
+async function storedOperations(knex: Knex, environment: string | undefined): Promise<string[]> {
+  const q = knex((await knex.schema.hasTable('event_facets')) ? 'event_facets' : 'events').distinct('operation_key');
+  if (environment) q.where('environment', environment);
+  return (await q).map((r: { operation_key: string }) => r.operation_key);
 }
 
-/** A misspelt --operation would select nothing and report "0 of 0" as a success. */
-async function checkOperation(knex: Knex, catalog: Catalog, operation: string | undefined): Promise<void> {
-  if (operation === undefined || catalog.operations.has(operation)) return;
-  const stored = await storedOperations(knex);
+/**
+ * A misspelt --operation would select nothing and report "0 of 0" as a success; so would one that
+ * exists only in another environment than --env's.
+ */
+async function checkOperation(knex: Knex, catalog: Catalog, operation: string | undefined, environment: string | undefined): Promise<void> {
+  if (operation === undefined) return;
+  const configured = environment ? [...catalog.operations.keys()].filter((k) => lookupOperation(catalog, environment, k)) : [...catalog.operations.keys()];
+  if (configured.includes(operation)) return;
+  const stored = await storedOperations(knex, environment);
   if (stored.includes(operation)) return;
-  throw new UsageError(`--operation "${operation}" is neither configured in the working tree nor found among the stored events${didYouMean(operation, [...catalog.operations.keys(), ...stored])}`);
+  const where = environment ? ` in environment "${environment}"` : '';
+  throw new UsageError(`--operation "${operation}" is neither configured in the working tree nor found among the stored events${where}${didYouMean(operation, [...configured, ...stored])}`);
 }
 
 const replayCommand: Command = {
@@ -69,7 +76,7 @@ const replayCommand: Command = {
     const catalog = loadWorkingTree(configDirOf(positionals[0]));
     const db = await openEventsToRead();
     try {
-      await checkOperation(db.knex, catalog, options.operation);
+      await checkOperation(db.knex, catalog, options.operation, options.environment);
       const report = await replay(
         db.knex,
         catalog,

@@ -1,12 +1,12 @@
 import Router from '@koa/router';
 import { ApiError } from '../../api/errors.js';
-import type { EventPage, IngestResponse } from '../../api/types.js';
+import type { IngestResponse } from '../../api/types.js';
 import type { KeyRing } from '../../auth/keyring.js';
 import { bearerKey } from '../../auth/keys.js';
 import type { CursorCodec } from '../../events/cursor.js';
 import type { EventHub } from '../../events/hub.js';
 import type { Ingestor } from '../../events/ingest.js';
-import { toPublicEvent } from '../../events/publicEvent.js';
+import { toPublicEvent, type PublicEvent } from '../../events/publicEvent.js';
 import { StreamSubscriber, type StreamOptions } from '../../events/subscriber.js';
 import type { KnexEventStore } from '../../store/eventStore.js';
 import type { PolicyVersionStore } from '../../store/policyVersionStore.js';
@@ -56,12 +56,14 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
   router.get('/api/events', ...guard, async (ctx) => {
     const q = query(ctx, false);
     const { environment } = ctx.state.principal;
-    const before = q.cursor === undefined ? undefined : deps.cursors.decode(environment, q.cursor);
-    if (q.cursor !== undefined && before === undefined) throw invalidCursor('cursor', NOT_OURS);
+    const at = q.cursor === undefined ? undefined : deps.cursors.read(environment, q.cursor);
+    if (q.cursor !== undefined && at === undefined) throw invalidCursor('cursor', NOT_OURS);
+    // Before an event (nextCursor, a stream's event id) excludes it; a stream's position includes its seq.
+    const before = at === undefined ? undefined : at.position ? at.seq + 1 : at.seq;
     // One extra row says whether another page exists, so the last page has no cursor.
     const rows = await deps.store.page(environment, q.filter, { order: 'desc', before, limit: q.limit + 1 }).catch(storeReadFailed);
     const events = rows.slice(0, q.limit);
-    ctx.body = { events: events.map(toPublicEvent), nextCursor: rows.length > q.limit ? deps.cursors.encode(environment, events[events.length - 1]!.seq) : null } satisfies EventPage;
+    ctx.body = { events: events.map(toPublicEvent), nextCursor: rows.length > q.limit ? deps.cursors.encode(environment, events[events.length - 1]!.seq) : null } satisfies { events: PublicEvent[]; nextCursor: string | null };
   });
 
   router.get('/api/events/stream', ...guard, async (ctx) => {
@@ -89,7 +91,7 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
     const telemetryId = ctx.params.telemetryId!;
     // Only ids ingest could have stored reach the store (a NUL would fail PostgreSQL's query).
     if (!TELEMETRY_ID.test(telemetryId)) throw new ApiError('invalid_request', 'the telemetryId is invalid', [{ path: 'telemetryId', message: `telemetryId ${TELEMETRY_ID_RULE}` }]);
-    const event = await deps.store.get(ctx.state.principal.environment, telemetryId).catch(storeReadFailed);
+    const event = await deps.store.find(ctx.state.principal.environment, telemetryId).catch(storeReadFailed);
     if (!event) throw new ApiError('not_found', 'no event with this telemetryId in this environment');
     const version = event.policyVersionId ? await deps.policyVersions.get(event.policyVersionId).catch(storeReadFailed) : undefined;
     ctx.body = {

@@ -1,0 +1,91 @@
+import { factType, type FactType } from '../facts/paths.js';
+import { isFactReference, parseOperator } from './operators.js';
+
+// A condition on a fact whose type TPS knows (src/facts/paths.ts) that could never match it as
+// meant: `in` on actor.roles compares the whole list (never in, always notIn), `equal: PII` on
+// resource.classification, which is lower-cased, `exists: false` on a fact always there. Such a
+// deny rule would silently never fire, or fire for everyone; validation refuses it.
+
+export interface TypeProblem {
+  /** Which key of the condition is at fault. */
+  at: 'operator' | 'value';
+  message: string;
+}
+
+const NUMERIC = ['lessThan', 'lessThanInclusive', 'greaterThan', 'greaterThanInclusive'];
+const kindName = (t: FactType) => (t.kind === 'list' ? 'a list' : t.kind === 'boolean' ? 'true or false' : `a ${t.kind}`);
+
+/** The scalars a literal value holds, however deep its lists. */
+const scalars = (value: unknown): unknown[] => (Array.isArray(value) ? value.flatMap(scalars) : [value]);
+
+/** What is wrong with a literal for a comparison with a fact of this type (a list's items are strings). */
+function literalProblem(label: string, type: FactType, value: unknown): TypeProblem | undefined {
+  if (isFactReference(value)) return undefined;
+  const kind = type.kind === 'list' ? 'string' : type.kind;
+  for (const v of scalars(value)) {
+    if (typeof v !== kind) return { at: 'value', message: `can never match: ${type.kind === 'list' ? `the items of ${label} are strings` : `${label} is ${kindName(type)}`}, never ${JSON.stringify(v)}` };
+    if (type.lowerCased && typeof v === 'string' && v !== v.toLowerCase()) {
+      return { at: 'value', message: `can never match: ${label} is always lower-case, never ${JSON.stringify(v)}; write ${JSON.stringify(v.toLowerCase())}` };
+    }
+  }
+  return undefined;
+}
+
+// What to write instead of an operator that compares a list as a whole: one value, or several.
+const FOR_ITEMS: Record<string, [string, string]> = {
+  equal: ['contains', 'someFact:in'],
+  in: ['contains', 'someFact:in'],
+  contains: ['contains', 'someFact:in'],
+  notEqual: ['doesNotContain', 'not:someFact:in'],
+  notIn: ['doesNotContain', 'not:someFact:in'],
+  doesNotContain: ['doesNotContain', 'not:someFact:in'],
+};
+const negate = (op: string) => (op.startsWith('not:') ? op.slice(4) : `not:${op}`);
+
+/** The problem of a condition `{ fact, operator, value }` with its fact's type, or undefined. */
+export function factTypeProblem(fact: string, operatorName: string, value: unknown): TypeProblem | undefined {
+  let type = factType(fact);
+  const parsed = parseOperator(operatorName);
+  if (!type || !parsed) return undefined;
+  const { operator } = parsed;
+  const op = (message: string): TypeProblem => ({ at: 'operator', message: `${operatorName} ${message}` });
+  let swapped = false;
+  let negated = false;
+  let whole = true;
+  let label = fact;
+  for (const d of parsed.decorators) {
+    if (d === 'not') negated = !negated;
+    else if (d === 'swap') swapped = !swapped;
+    // someFact/everyFact hand the operator each item of the fact (someValue/everyValue after swap).
+    else if (d.endsWith(swapped ? 'Value' : 'Fact')) {
+      if (type.kind !== 'list') return op(`looks at the items of a list, and ${label} is ${kindName(type)}, never a list: it can never match; drop ${d}:`);
+      type = { kind: 'string' };
+      whole = false;
+      label = `each item of ${fact}`;
+    }
+  }
+
+  if (operator === 'exists') {
+    // (One that always holds, `exists: true`, only says what is known.)
+    if (!type.always || !whole || swapped || value !== negated) return undefined;
+    return { at: 'value', message: `${operatorName}: ${value} never holds: ${fact} is on every request${fact === 'metadata.changedFields' ? ' (an empty list when none were sent)' : ''}; drop the condition` };
+  }
+  if (NUMERIC.includes(operator)) {
+    return type.kind === 'number' ? undefined : op(`compares numbers, and ${label} is ${kindName(type)}: it can never match as meant${type.kind === 'list' ? `; use someFact:${operator}` : ''}`);
+  }
+  // The side looked inside: contains's fact, in's value; swap exchanges them.
+  const factIsTheList = (operator === 'contains' || operator === 'doesNotContain') !== swapped;
+  if (operator === 'equal' || operator === 'notEqual' || !factIsTheList) {
+    if (type.kind === 'list') {
+      const [one, several] = FOR_ITEMS[operator]!.map((o) => (negated ? negate(o) : o));
+      const holds = /^not|^does/.test(operator) !== negated ? 'always holds' : 'never holds';
+      return op(`compares ${fact}, a list, as a whole: it ${holds}; to test its items use ${one} (one value) or ${several} (${several.startsWith('not:') ? 'none' : 'any'} of several)`);
+    }
+    return literalProblem(label, type, value);
+  }
+  if (type.kind !== 'list') {
+    const instead = operator === 'contains' || operator === 'in' ? 'equal' : 'notEqual';
+    return op(`looks inside a list, and ${label} is ${kindName(type)}, never a list: it can never match as meant; use ${swapped ? `${instead} (no swap:)` : instead}`);
+  }
+  return literalProblem(label, type, value);
+}

@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import knexFactory from 'knex';
+import { inSqliteTurn } from '../../src/store/migrationTurn.js';
+
+// SQLite may refuse the migration's turn at once, without its busy handler waiting (here: a
+// connection with no busy timeout). Asked for again at once, the turn made a busy loop that took a
+// CPU for as long as the other process migrated; and `waiting` was told only once, however long.
+
+/** A connection whose busy handler never waits (node-sqlite3's waits 1 s unless told). */
+const sqlite = (file: string) =>
+  knexFactory({
+    client: 'sqlite3',
+    connection: { filename: file },
+    useNullAsDefault: true,
+    pool: { min: 1, max: 1, afterCreate: (conn: { run(sql: string, done: (err: Error | null) => void): void }, done: (err: Error | null) => void) => conn.run('PRAGMA busy_timeout = 0', done) },
+  });
+
+test('a migration turn SQLite refuses at once is asked for again after a pause, not in a busy loop, and the wait is told again', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-turn-'));
+  const file = path.join(dir, 'tps.sqlite');
+  const holder = sqlite(file);
+  const contender = sqlite(file);
+  t.teardown(async () => {
+    await contender.destroy();
+    await holder.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  // Another process's migration: it holds the file's write lock until released.
+  let locked!: () => void;
+  let release!: () => void;
+  const holding = new Promise<void>((r) => (locked = r));
+  const released = new Promise<void>((r) => (release = r));
+  const held = holder.transaction(async (trx) => {
+    await trx.raw('CREATE TABLE held (x)');
+    locked();
+    await released;
+  });
+  await holding;
+
+  let tries = 0;
+  contender.on('query', (q: { sql: string }) => void (/application_id/.test(q.sql) && tries++));
+  let told = 0;
+  let ran = false;
+  const turn = inSqliteTurn(contender, () => told++, async (trx) => void (ran = (await trx.raw('SELECT 1')) !== undefined), { remindMs: 300 });
+  // The lock held for 1.5 s: a handful of tries at growing pauses; thousands in a busy loop.
+  await new Promise((r) => setTimeout(r, 1500));
+  const triesWhileHeld = tries;
+  release();
+  await held;
+  await turn;
+  t.true(ran, 'the turn came once the lock was released');
+  t.true(triesWhileHeld <= 20, `${triesWhileHeld} tries while the lock was held`);
+  t.true(told >= 2, `told ${told} time(s) while it waited (${triesWhileHeld} tries)`);
+});
