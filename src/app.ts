@@ -13,6 +13,7 @@ import { usableCpus } from './config/cpus.js';
 import { localUrl, type Settings } from './config/env.js';
 import type { AdvisoryPort } from './evaluate/advisory.js';
 import { Evaluator } from './evaluate/evaluator.js';
+import { landedIn } from './evaluate/landed.js';
 import { localRunner, threadRunner, type EvaluationRunner } from './evaluate/runner.js';
 import { evaluatesInThread } from './evaluate/placement.js';
 import { EvaluationThread } from './evaluate/thread.js';
@@ -164,7 +165,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       closers.unshift(() => thread.close());
       await thread.ready;
       registerThreadGc(metrics.registry, () => thread.gcSince());
-      evaluations = threadRunner(thread, committer);
+      evaluations = threadRunner(thread, committer, landedIn(events));
       evaluationThread = thread;
     } else {
       evaluator = new Evaluator({
@@ -174,7 +175,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
         advisor: options.advisor ?? advisoryPort(newAdvisor()),
         challengeTtlMs,
       });
-      evaluations = localRunner(evaluator, committer);
+      evaluations = localRunner(evaluator, committer, landedIn(events));
     }
     metrics.evaluatesInThread.set(evaluationThread ? 1 : 0);
     const keys = new KeyRing(keyStore, settings.keyCacheMs);

@@ -14,6 +14,7 @@ import type { ChallengeChanges, ChallengeStore, StoredChallenge } from '../state
 import type { VelocityCounter } from '../state/counters.js';
 import type { AdvisoryPort } from './advisory.js';
 import { transactionFingerprint } from './fingerprint.js';
+import type { Landed } from './landed.js';
 import { newTelemetryId } from './telemetryId.js';
 
 /**
@@ -21,11 +22,36 @@ import { newTelemetryId } from './telemetryId.js';
  * so the challenge it used is put back and the one it issued withdrawn first. Only when the commit
  * surely wrote nothing: one that may have landed keeps its challenge used, lest it allow twice. A
  * revert that fails too leaves them as they are: the retry is then challenged afresh, never allowed.
+ * A commit that may have landed is looked up (`landed`): found, the evaluation stands and this
+ * resolves, so its answer is sent; else its caller would retry into a second event for one decision.
  */
-export async function commitFailed(err: unknown, changes: ChallengeChanges | undefined, revert: (changes: ChallengeChanges) => Promise<void>): Promise<never> {
-  if (changes && surelyNotCommitted(err)) await revert(changes).catch(() => undefined);
-  throw ApiError.storeUnavailable('the decision could not be recorded; nothing was stored, retry the evaluation', err);
+export async function commitFailed(
+  err: unknown,
+  changes: ChallengeChanges | undefined,
+  revert: (changes: ChallengeChanges) => Promise<void>,
+  event: { environment: string; telemetryId: string },
+  landed?: Landed,
+): Promise<void> {
+  if (surelyNotCommitted(err)) {
+    if (changes) await revert(changes).catch(() => undefined);
+    throw notStored(err);
+  }
+  const found = landed ? await landed(event.environment, event.telemetryId).catch(() => undefined) : undefined;
+  if (found === undefined) throw mayHaveLanded(event.telemetryId, err);
+  if (!found) throw notStored(err);
 }
+
+const notStored = (err: unknown) => ApiError.storeUnavailable('the decision could not be recorded; nothing was stored, retry the evaluation', err);
+
+/** The commit may have landed and the store cannot say: the caller looks it up before retrying. */
+const mayHaveLanded = (telemetryId: string, err: unknown) =>
+  new ApiError(
+    'store_unavailable',
+    `the decision may or may not have been recorded (telemetryId ${telemetryId}); look it up (GET /api/events/${telemetryId}) before retrying`,
+    [{ path: 'telemetryId', message: telemetryId }],
+    { 'retry-after': '1' },
+    err,
+  );
 
 export interface EvaluatorDeps {
   /** The configuration in force; read once per evaluation, so a reload never splits one. */
@@ -98,7 +124,7 @@ export class Evaluator {
       if (consumed) await this.revert({ consumed }).catch(() => undefined);
       throw err;
     }
-    if (this.deps.record) await this.deps.record(evaluation.event).catch((err: unknown) => commitFailed(err, evaluation.challenges, this.revert));
+    if (this.deps.record) await this.deps.record(evaluation.event).catch((err: unknown) => commitFailed(err, evaluation.challenges, this.revert, evaluation.event));
     return evaluation;
   }
 

@@ -4,6 +4,7 @@ import type { ChallengeChanges } from '../state/challenges.js';
 import { prepareEvent, type PreparedEvent } from '../store/eventWrites.js';
 import { evaluateBody } from './body.js';
 import { commitFailed, type Evaluator } from './evaluator.js';
+import type { Landed } from './landed.js';
 import type { EvaluationThread } from './thread.js';
 
 /** An evaluation's answer as it is sent: its JSON text, and what the metrics count it by. */
@@ -16,6 +17,9 @@ export interface Answer {
 // Made where the evaluation ran: from the thread the answer crosses as one string, not as an
 // object the HTTP thread would copy and then serialize again.
 export const answerOf = (response: EvaluateResponse): Answer => ({ json: JSON.stringify(response), operationKey: response.operationKey, decision: response.decision });
+
+/** Read back from the answer's text: only a failed commit needs it, so nothing else carries it. */
+const telemetryIdOf = (answer: Answer): string => (JSON.parse(answer.json) as EvaluateResponse).telemetryId;
 
 /** What a runner was handed, filled in as it goes (a Server-Timing header's source). */
 export interface EvaluationTiming {
@@ -48,9 +52,10 @@ interface Commits {
 
 /**
  * Evaluates, then commits the event; the answer leaves only after its commit. A failed commit's
- * 503 leaves only after its evaluation's challenges are reverted, so the retry it asks for finds them.
+ * 503 leaves only after its evaluation's challenges are reverted, so the retry it asks for finds them;
+ * one that may have landed is looked up in the store (`landed`), and answered if it did.
  */
-const runner = (evaluate: Evaluate, revert: Revert, commits: Commits): EvaluationRunner => ({
+const runner = (evaluate: Evaluate, revert: Revert, commits: Commits, landed?: Landed): EvaluationRunner => ({
   async evaluate(environment, text, timing) {
     const coming = commits.expect();
     const { answer, event, challenges } = await evaluate(environment, text).catch((err: unknown) => {
@@ -58,20 +63,21 @@ const runner = (evaluate: Evaluate, revert: Revert, commits: Commits): Evaluatio
       throw err;
     });
     if (timing) timing.evaluated = performance.now();
-    await coming.append(event).catch((err: unknown) => commitFailed(err, challenges, revert));
+    await coming.append(event).catch((err: unknown) => commitFailed(err, challenges, revert, { environment, telemetryId: telemetryIdOf(answer) }, landed));
     return answer;
   },
 });
 
-export const threadRunner = (thread: EvaluationThread, commits: Commits): EvaluationRunner =>
+export const threadRunner = (thread: EvaluationThread, commits: Commits, landed?: Landed): EvaluationRunner =>
   runner(
     (environment, text) => thread.evaluate(environment, text),
     (changes) => thread.revert(changes),
     commits,
+    landed,
   );
 
 /** In this thread: the evaluator has no `record` of its own; the runner commits, as for the thread. */
-export const localRunner = (evaluator: Evaluator, commits: Commits): EvaluationRunner =>
+export const localRunner = (evaluator: Evaluator, commits: Commits, landed?: Landed): EvaluationRunner =>
   runner(
     async (environment, text) => {
       const { response, event, challenges } = await evaluateBody(evaluator, environment, text);
@@ -79,4 +85,5 @@ export const localRunner = (evaluator: Evaluator, commits: Commits): EvaluationR
     },
     evaluator.revert,
     commits,
+    landed,
   );

@@ -73,22 +73,16 @@ export class StreamSubscriber implements Listener {
   /**
    * Positions the stream before a byte is sent, so a store failure is still an ordinary error
    * answer, and so that once the client has the headers, every later commit reaches it. Without a
-   * cursor the stream starts at the hub's head: from now on. False (and stopped) when the cursor
-   * is past the newest event: no event would ever be sent after it. A position is never past the
-   * hub's head, which is never past the store's, so an id the stream sends always passes that check.
+   * cursor the stream starts at the hub's head: from now on. A cursor past the newest event is a
+   * genuine one (a key cannot forge one) whose events retention deleted: seqs are never reused, so
+   * the stream sends what is committed after it.
    */
-  async open(resumeAfter: number | undefined): Promise<boolean> {
+  async open(resumeAfter: number | undefined): Promise<void> {
     this.res.once('close', () => this.stop());
     this.hub.attach(this);
     try {
       const head = await this.hub.ready();
-      // The hub may not have read another process's commit yet: only the store can refuse a cursor.
-      if (resumeAfter !== undefined && resumeAfter > head && resumeAfter > (await this.store.head())) {
-        this.stop();
-        return false;
-      }
       this.position = resumeAfter ?? head;
-      return true;
     } catch (err) {
       this.stop();
       throw err;

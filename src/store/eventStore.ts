@@ -170,8 +170,8 @@ export class KnexEventStore implements EventStore {
     let low = o.after === undefined ? undefined : o.after + 1;
     let high = o.before !== undefined ? o.before - 1 : o.upTo;
     const byFacet = hasFacetFilter(filter) || filter.reason !== undefined;
-    // A cursor is the caller's to forge: a bound past the head would have readChunks walk empty
-    // chunks up to it, a million seqs per query. Facet filters need the head in any case: an event
+    // A cursor may be past the head (retention deleted its events): a bound past it would have
+    // readChunks walk empty chunks up to it, a million seqs per query. Facet filters need the head in any case: an event
     // committed after their lookup may be of a facet it missed, so the page stops below it.
     if (high !== undefined || byFacet) high = await this.belowHead(high);
     let facets: number[] | undefined;

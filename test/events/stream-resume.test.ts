@@ -1,5 +1,6 @@
-// Resuming the Event Stream from a cursor: a cursor past the newest event is refused before the
-// stream starts, and a stream resumed under steady commits goes live rather than re-reading the store.
+// Resuming the Event Stream from a cursor: a cursor not of this environment is refused before the
+// stream starts (one past the newest event is not: stream-after-retention.test.ts), and a stream
+// resumed under steady commits goes live rather than re-reading the store.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,7 +29,7 @@ async function request(tps: RunningTps, key: string, params: Record<string, stri
 }
 
 for (const store of ['sqlite', 'postgres'] as const) {
-  test(`[${store}] a cursor past the newest event is a 400 before the stream starts; one at the newest resumes`, async (t) => {
+  test(`[${store}] a cursor of another environment is a 400 before the stream starts; one at the newest resumes`, async (t) => {
     // A slow poll: the hub learns of commits made past it (another process's) only when asked.
     const tps = await startTps({ store, env: { TPS_STREAM_POLL_MS: '60000' } });
     t.teardown(() => tps.close());
@@ -43,10 +44,11 @@ for (const store of ['sqlite', 'postgres'] as const) {
     const cursors = await serverCursors(tps);
     const encodeCursor = (seq: number) => cursors.encode(environment, seq);
 
+    const elsewhere = cursors.encode(`${environment}x`, head);
     for (const [params, lastEventId, path] of [
-      [{}, encodeCursor(head + 1), 'Last-Event-ID'],
-      [{ cursor: encodeCursor(head + 1) }, undefined, 'cursor'],
-      [{ cursor: encodeCursor(Number.MAX_SAFE_INTEGER) }, undefined, 'cursor'],
+      [{}, elsewhere, 'Last-Event-ID'],
+      [{ cursor: elsewhere }, undefined, 'cursor'],
+      [{ cursor: cursors.encode(`${environment}x`, Number.MAX_SAFE_INTEGER) }, undefined, 'cursor'],
     ] as const) {
       const res = await request(tps, secretKey, params, lastEventId);
       t.is(res.status, 400, path);

@@ -42,6 +42,29 @@ async function checkOperation(knex: Knex, catalog: Catalog, operation: string | 
   throw new UsageError(`--operation "${operation}" is neither configured in the working tree nor found among the stored events${where}${didYouMean(operation, [...configured, ...stored])}`);
 }
 
+/** The environments the stored events belong to (the small facet table, not a scan of the events). */
+async function storedEnvironments(knex: Knex): Promise<string[]> {
+  const rows = await knex((await knex.schema.hasTable('event_facets')) ? 'event_facets' : 'events').distinct('environment').orderBy('environment');
+  return rows.map((r: { environment: string }) => r.environment);
+}
+
+// Names listed in the usage error, at most: a store may hold many environments.
+const LISTED = 20;
+
+/**
+ * --env, else TPS_ENVIRONMENT (as `tps events export` and `tps seed` default), else the store's one
+ * environment. With several and none named, a replay would mix them (each re-decided with its own
+ * environment's operations, counted together): the user picks one.
+ */
+async function chooseEnvironment(knex: Knex, flag: string | undefined, variable: string | undefined): Promise<{ environment: string | undefined; from: string }> {
+  if (flag !== undefined) return { environment: flag, from: '--env' };
+  if (variable !== undefined) return { environment: variable, from: 'TPS_ENVIRONMENT' };
+  const stored = await storedEnvironments(knex);
+  if (stored.length <= 1) return { environment: stored[0], from: 'the only one stored' };
+  const named = stored.slice(0, LISTED).map((e) => `"${e}"`).join(', ') + (stored.length > LISTED ? `, and ${stored.length - LISTED} more` : '');
+  throw new UsageError(`the store holds events of ${stored.length} environments (${named}): name one with --env NAME (or set TPS_ENVIRONMENT)`);
+}
+
 const replayCommand: Command = {
   words: ['replay'],
   usage: 'replay [DIR] [--since T] [--until T] [--operation KEY] [--env NAME] [--limit N] [--format text|json] [--fail-on-change]',
@@ -63,19 +86,25 @@ const replayCommand: Command = {
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError('--limit N must be a positive integer');
     const samples = values.samples === undefined ? undefined : Number(values.samples);
     if (samples !== undefined && (!Number.isInteger(samples) || samples < 0)) throw new UsageError('--samples N must be an integer >= 0');
+    const settings = readSettings();
+    const flagEnv = envOption(values.env);
     const options = {
       since: time(values.since, '--since'),
       until: time(values.until, '--until'),
       operation: values.operation as string | undefined,
-      environment: envOption(values.env),
+      environment: flagEnv,
       limit,
       samples,
-      challengeTtlMs: readSettings().challengeTtlSeconds * 1000,
+      challengeTtlMs: settings.challengeTtlSeconds * 1000,
     };
     if (options.since !== undefined && options.until !== undefined && options.until <= options.since) throw new UsageError('--until must be after --since (the window is since inclusive, until exclusive)');
     const catalog = loadWorkingTree(configDirOf(positionals[0]));
     const db = await openEventsToRead();
     try {
+      // settings.environment is 'development' when TPS_ENVIRONMENT is unset: only a set one is a choice.
+      const chosen = await chooseEnvironment(db.knex, flagEnv, process.env.TPS_ENVIRONMENT ? settings.environment : undefined);
+      options.environment = chosen.environment;
+      if (flagEnv === undefined && chosen.environment !== undefined) err(`replaying environment "${chosen.environment}" (${chosen.from})`);
       await checkOperation(db.knex, catalog, options.operation, options.environment);
       const report = await replay(
         db.knex,

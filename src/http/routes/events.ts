@@ -79,9 +79,8 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
     const key = bearerKey(ctx.get('authorization'));
     const keyStands = async () => key !== undefined && (await deps.keys.authenticate(key))?.keyId === keyId;
     const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, environment, q.filter, deps.stream, deps.cursors, keyStands);
-    const opened = await subscriber.open(resumeAfter).catch(storeReadFailed);
-    // Past the newest event, the stream would never send a thing.
-    if (!opened) throw invalidCursor(path, 'is past the newest event: not a cursor this service issued');
+    // A cursor past the newest event is still ours (it decoded): retention deleted the events up to it.
+    await subscriber.open(resumeAfter).catch(storeReadFailed);
     // From here the subscriber writes the response for as long as the client stays; Koa lets go of it.
     ctx.respond = false;
     subscriber.serve();

@@ -1,0 +1,81 @@
+// A genuine cursor can be past the newest stored event: retention deleted the events up to it
+// (here, all of them). Seqs are never reused, so the stream resumes from it, before and after a
+// restart, and sends what is committed next; the Decision Logs answer what is stored before it.
+import test from 'ava';
+import { RetentionPruner } from '../../src/events/retention.js';
+import { freshDatabase, post, startTps, type RunningTps } from '../helpers/tps.js';
+import { ingestRecord, newEnvironment, openStream, query, serverCursors } from './helpers.js';
+
+const DAY_MS = 86_400_000;
+
+for (const store of ['sqlite', 'postgres'] as const) {
+  test(`[${store}] a stream resumes from the newest event's id after retention deleted every event, across a restart`, async (t) => {
+    const db = freshDatabase(store);
+    let tps: RunningTps | undefined = await startTps({ databaseUrl: db.url });
+    t.teardown(async () => {
+      await tps?.close();
+      await db.drop();
+    });
+    const { environment, secretKey } = await newEnvironment(tps);
+    const ingest = async () => {
+      const record = ingestRecord();
+      t.is((await post(`${tps!.url}/api/events/ingest`, record, secretKey)).status, 201);
+      return record.telemetryId;
+    };
+
+    // The newest event's id, as a stream sent it.
+    const first = await openStream(tps.url, secretKey);
+    let newestId: string;
+    try {
+      t.is(first.status, 200);
+      for (let i = 0; i < 3; i++) await ingest();
+      newestId = (await first.take(3))[2]!.id;
+    } finally {
+      first.close();
+    }
+
+    // Retention's own pass, run as if two days had gone by with one day kept: every event goes.
+    const prune = () => new RetentionPruner(tps!.tps.events, { days: 1, intervalMs: 60_000, batch: 1000, pauseMs: 0, now: () => Date.now() + 2 * DAY_MS }).runOnce();
+    t.is(await prune(), 3);
+    t.is(await tps.tps.events.count(environment), 0);
+
+    const resume = async (label: string) => {
+      const byHeader = await openStream(tps!.url, secretKey, {}, newestId);
+      const byQuery = await openStream(tps!.url, secretKey, { cursor: newestId });
+      try {
+        t.is(byHeader.status, 200, `${label}: Last-Event-ID`);
+        t.is(byQuery.status, 200, `${label}: ?cursor=`);
+        // A refused stream would never deliver: fail rather than wait.
+        if (byHeader.status !== 200 || byQuery.status !== 200) return;
+        const next = await ingest();
+        t.is((await byHeader.take(1))[0]!.event.telemetryId, next, label);
+        t.is((await byQuery.take(1))[0]!.event.telemetryId, next, label);
+      } finally {
+        byHeader.close();
+        byQuery.close();
+      }
+    };
+    await resume('same process');
+
+    // Emptied again, then a restart: the new process's reader starts at the empty store's head, below the cursor.
+    await prune();
+    t.is(await tps.tps.events.count(), 0, 'the store is empty');
+    await tps.close();
+    tps = undefined;
+    tps = await startTps({ databaseUrl: db.url });
+    await resume('after a restart');
+
+    // The list answers the events stored before it: none are left.
+    const list = await fetch(`${tps.url}/api/events?${query({ cursor: newestId })}`, { headers: { authorization: `Bearer ${secretKey}` } });
+    t.is(list.status, 200);
+    t.deepEqual(((await list.json()) as { events: unknown[] }).events, []);
+
+    // Still refused: another environment's cursor, however far past the head.
+    const other = (await serverCursors(tps)).encode('elsewhere', (await tps.tps.events.head()) + 5);
+    const refused = await fetch(`${tps.url}/api/events/stream`, { headers: { authorization: `Bearer ${secretKey}`, 'last-event-id': other } });
+    t.is(refused.status, 400);
+    const body = (await refused.json()) as { error: { code: string; details: { path: string }[] } };
+    t.is(body.error.code, 'invalid_request');
+    t.is(body.error.details[0]!.path, 'Last-Event-ID');
+  });
+}
