@@ -1,3 +1,5 @@
+import { pino } from 'pino';
+import { logRuleFailuresTo } from '../policy/failures.js';
 import { ConfigError } from '../policy/problems.js';
 import { err, out, parseFor, UsageError, type Command } from './command.js';
 import keys from './commands/keys.js';
@@ -19,6 +21,8 @@ function help(): void {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // A policy rule that throws is logged (policy/failures.ts); here stdout is the command's answer.
+  logRuleFailuresTo(pino({ base: { service: 'tps' } }, pino.destination(2)));
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
     help();
     return argv.length === 0 ? 2 : 0;

@@ -53,14 +53,22 @@ export async function openExistingStore(table: string, what: string, { writes = 
  * SQLite never checkpoints on its own (wal_autocheckpoint=0, db.ts), and only a server runs the
  * checkpointer: with none running, and the file open elsewhere (an export, a shell), a write would
  * stay in the WAL, outside the database file a backup copies. It is copied back before closing
- * (PASSIVE: it never waits for a reader; a running server's checkpointer does the rest).
+ * (PASSIVE: it never waits for a reader; a running server's checkpointer does the rest). PASSIVE
+ * cannot copy what a reader's open snapshot still needs: when frames stay behind, stderr says so.
  */
 export function checkpointedAtClose(db: Database): Database {
   if (db.dialect !== 'sqlite') return db;
   return {
     ...db,
     async close() {
-      await db.knex.raw('PRAGMA wal_checkpoint(PASSIVE)').catch(() => undefined);
+      const rows = (await db.knex.raw('PRAGMA wal_checkpoint(PASSIVE)').catch(() => undefined)) as Array<{ busy: number; log: number; checkpointed: number }> | undefined;
+      const result = Array.isArray(rows) ? rows[0] : undefined;
+      if (result && result.log >= 0 && result.checkpointed < result.log) {
+        process.stderr.write(
+          `tps: note: ${result.log - result.checkpointed} of ${result.log} WAL frames are not yet in ${db.describe} (another connection is reading it); ` +
+            'the write is saved in the -wal file beside it, which a copy of the database must include until the next checkpoint (a running TPS server makes one; so does the next tps keys write once no one is reading)\n',
+        );
+      }
       await db.close();
     },
   };

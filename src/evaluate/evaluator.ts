@@ -24,6 +24,8 @@ import { newTelemetryId } from './telemetryId.js';
  * revert that fails too leaves them as they are: the retry is then challenged afresh, never allowed.
  * A commit that may have landed is looked up (`landed`): found, the evaluation stands and this
  * resolves, so its answer is sent; else its caller would retry into a second event for one decision.
+ * Not found proves nothing (a PostgreSQL backend that has the statement may commit it just after
+ * the read): that, like a failed look-up, is answered "may or may not have been recorded".
  */
 export async function commitFailed(
   err: unknown,
@@ -36,14 +38,13 @@ export async function commitFailed(
     if (changes) await revert(changes).catch(() => undefined);
     throw notStored(err);
   }
-  const found = landed ? await landed(event.environment, event.telemetryId).catch(() => undefined) : undefined;
-  if (found === undefined) throw mayHaveLanded(event.telemetryId, err);
-  if (!found) throw notStored(err);
+  const found = landed ? await landed(event.environment, event.telemetryId).catch(() => false) : false;
+  if (!found) throw mayHaveLanded(event.telemetryId, err);
 }
 
 const notStored = (err: unknown) => ApiError.storeUnavailable('the decision could not be recorded; nothing was stored, retry the evaluation', err);
 
-/** The commit may have landed and the store cannot say: the caller looks it up before retrying. */
+/** The commit may have landed and the store has not shown it: the caller looks it up before retrying. */
 const mayHaveLanded = (telemetryId: string, err: unknown) =>
   new ApiError(
     'store_unavailable',

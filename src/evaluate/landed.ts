@@ -3,7 +3,9 @@ import type { ReadEvent } from '../store/eventStore.js';
 /**
  * Whether an event whose commit failed uncertainly is in the store after all: true or false as the
  * store says, a rejection when it cannot say (it failed, or did not answer within boundMs, so a
- * dead store does not hold the request long).
+ * dead store does not hold the request long). Only true settles it: false is no proof that nothing
+ * was stored (PostgreSQL may still commit a statement it has after the read), so commitFailed
+ * answers false as it does a rejection.
  */
 export type Landed = (environment: string, telemetryId: string) => Promise<boolean>;
 

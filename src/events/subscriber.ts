@@ -73,8 +73,9 @@ export class StreamSubscriber implements Listener {
   /**
    * Positions the stream before a byte is sent, so a store failure is still an ordinary error
    * answer, and so that once the client has the headers, every later commit reaches it. Without a
-   * cursor the stream starts at the hub's head: from now on. A cursor past the newest event is a
-   * genuine one (a key cannot forge one) whose events retention deleted: seqs are never reused, so
+   * cursor the stream starts at the hub's head: from now on. A cursor past the newest stored event
+   * is a genuine one (a key cannot forge one) whose events retention deleted: the route has checked
+   * it is at or below the seqs the store has issued (issuedHead), which are never issued again, so
    * the stream sends what is committed after it.
    */
   async open(resumeAfter: number | undefined): Promise<void> {

@@ -25,6 +25,9 @@ function parseJson(text: string): { value: unknown } | 'blank' | 'unreadable' {
  */
 export function redactKoaBody(ctx: Context, redact: Redact): string | undefined {
   if (ctx.respond === false) return 'ctx.respond = false (the app writes the response itself)';
+  // A redirect (ctx.redirect() sets a line of text or HTML naming the target), 204 and 304 carry no
+  // data to redact: their body is a note or is never sent.
+  if ((ctx.status >= 300 && ctx.status < 400) || ctx.status === 204) return undefined;
   const body: unknown = ctx.body;
   if (body === null || body === undefined) return undefined;
   if (typeof body === 'string' || isBytes(body)) {

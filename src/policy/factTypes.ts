@@ -18,14 +18,19 @@ const kindName = (t: FactType) => (t.kind === 'list' ? 'a list' : t.kind === 'bo
 /** The scalars a literal value holds, however deep its lists. */
 const scalars = (value: unknown): unknown[] => (Array.isArray(value) ? value.flatMap(scalars) : [value]);
 
-/** What is wrong with a literal for a comparison with a fact of this type (a list's items are strings). */
-function literalProblem(label: string, type: FactType, value: unknown): TypeProblem | undefined {
+/**
+ * What is wrong with a literal for a comparison with a fact of this type (a list's items are
+ * strings). A literal that can never be the fact makes a positive comparison never match and a
+ * negative one (notEqual, notIn, doesNotContain, or not: over a positive one) always hold.
+ */
+function literalProblem(label: string, type: FactType, value: unknown, negative: boolean): TypeProblem | undefined {
   if (isFactReference(value)) return undefined;
   const kind = type.kind === 'list' ? 'string' : type.kind;
+  const outcome = negative ? 'always holds' : 'can never match';
   for (const v of scalars(value)) {
-    if (typeof v !== kind) return { at: 'value', message: `can never match: ${type.kind === 'list' ? `the items of ${label} are strings` : `${label} is ${kindName(type)}`}, never ${JSON.stringify(v)}` };
+    if (typeof v !== kind) return { at: 'value', message: `${outcome}: ${type.kind === 'list' ? `the items of ${label} are strings` : `${label} is ${kindName(type)}`}, never ${JSON.stringify(v)}` };
     if (type.lowerCased && typeof v === 'string' && v !== v.toLowerCase()) {
-      return { at: 'value', message: `can never match: ${label} is always lower-case, never ${JSON.stringify(v)}; write ${JSON.stringify(v.toLowerCase())}` };
+      return { at: 'value', message: `${outcome}: ${label} is always lower-case, never ${JSON.stringify(v)}; write ${JSON.stringify(v.toLowerCase())}` };
     }
   }
   return undefined;
@@ -73,19 +78,21 @@ export function factTypeProblem(fact: string, operatorName: string, value: unkno
   if (NUMERIC.includes(operator)) {
     return type.kind === 'number' ? undefined : op(`compares numbers, and ${label} is ${kindName(type)}: it can never match as meant${type.kind === 'list' ? `; use someFact:${operator}` : ''}`);
   }
+  // Whether the comparison holds where its positive form would not.
+  const negative = /^not|^does/.test(operator) !== negated;
   // The side looked inside: contains's fact, in's value; swap exchanges them.
   const factIsTheList = (operator === 'contains' || operator === 'doesNotContain') !== swapped;
   if (operator === 'equal' || operator === 'notEqual' || !factIsTheList) {
     if (type.kind === 'list') {
       const [one, several] = FOR_ITEMS[operator]!.map((o) => (negated ? negate(o) : o));
-      const holds = /^not|^does/.test(operator) !== negated ? 'always holds' : 'never holds';
+      const holds = negative ? 'always holds' : 'never holds';
       return op(`compares ${fact}, a list, as a whole: it ${holds}; to test its items use ${one} (one value) or ${several} (${several.startsWith('not:') ? 'none' : 'any'} of several)`);
     }
-    return literalProblem(label, type, value);
+    return literalProblem(label, type, value, negative);
   }
   if (type.kind !== 'list') {
     const instead = operator === 'contains' || operator === 'in' ? 'equal' : 'notEqual';
     return op(`looks inside a list, and ${label} is ${kindName(type)}, never a list: it can never match as meant; use ${swapped ? `${instead} (no swap:)` : instead}`);
   }
-  return literalProblem(label, type, value);
+  return literalProblem(label, type, value, negative);
 }

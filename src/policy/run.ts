@@ -35,7 +35,8 @@ const failedRule = ({ name, builtIn, conditions }: CompiledRule): CompiledRule =
 /** Runs the policy's json-rules-engine over the facts, on an engine of the policy's own that no other run holds (engines.ts). */
 export async function runPolicy(policy: CompiledPolicy, facts: PolicyFacts): Promise<PolicyRun> {
   const firedIdx = new Set<number>();
-  const failedIdx = new Set<number>();
+  // Only a run that threw has failed rules: the common run allocates no set for them.
+  let failedIdx: Set<number> | undefined;
   // Shorthands are checked here (CompiledRule.check); a policy may need no engine at all.
   if (policy.engines) {
     const runtime: Record<string, Fact> = {};
@@ -46,18 +47,19 @@ export async function runPolicy(policy: CompiledPolicy, facts: PolicyFacts): Pro
     } catch (err) {
       // The run does not say which rule threw: each is run alone to find out, and the others count.
       const each = await policy.engines.runEach(runtime);
+      const failed = (failedIdx = new Set<number>());
       for (const [i, result] of each) {
         if (result === true) firedIdx.add(i);
-        else if (result instanceof Error) failedIdx.add(i);
+        else if (result instanceof Error) failed.add(i);
       }
       // None threw alone: every rule the engine ran is in doubt.
-      if (failedIdx.size === 0) for (const i of each.keys()) failedIdx.add(i);
-      for (const i of failedIdx) logRuleFailure(policy.id, policy.rules[i]!.name, each.get(i) instanceof Error ? each.get(i) : err);
+      if (failed.size === 0) for (const i of each.keys()) failed.add(i);
+      for (const i of failed) logRuleFailure(policy.id, policy.rules[i]!.name, each.get(i) instanceof Error ? each.get(i) : err);
     }
   }
   const fired: CompiledRule[] = [];
   const outcomes: RuleOutcome[] = policy.rules.map((compiled, i) => {
-    const failed = failedIdx.has(i);
+    const failed = failedIdx?.has(i) === true;
     const rule = failed ? failedRule(compiled) : compiled;
     const hit = failed || (rule.check ? rule.check(facts) : firedIdx.has(i));
     if (hit) fired.push(rule);

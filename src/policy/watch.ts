@@ -149,7 +149,7 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
 
   let watchers: fs.FSWatcher[] = [];
   let watched = '';
-  /** A watch stopped on an error: the next check watches again, without a reload (the folders are the same). */
+  /** A watch stopped on an error: the next check watches again, and reloads (an edit may have come meanwhile). */
   let broken = false;
   let recheck: NodeJS.Timeout | undefined;
   const schedule = () => {
@@ -187,7 +187,11 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     if (closed) return;
     const now = identity(options.dir);
     if (now === watched && !sure) {
-      if (broken) arm(now);
+      if (broken) {
+        // An edit saved while the watch was down told no one: a reload of unchanged files changes nothing.
+        arm(now);
+        schedule();
+      }
       return;
     }
     logger[now === watched ? 'debug' : 'info']({ dir: options.dir, reason }, 'configuration folders replaced; watching them again');

@@ -94,7 +94,9 @@ export class RedisVelocityCounter implements VelocityCounter, QuotaCounter {
 // stays reachable by fingerprint, as in MemoryChallengeStore. The transaction's put-back (WITHDRAW)
 // goes too while it names this challenge: it names only a challenge still live.
 // KEYS: the challenge, the transaction's pointer, its last put-back; ARGV: environment, fingerprint, challenge id.
-// (Every script names each key it touches in KEYS, as Redis Cluster and proxies require.)
+// (Every script names each key it touches in KEYS, as Redis's rules for scripts and proxies that
+// route by key require. Redis Cluster is not supported: a script's keys (`ch:<id>`, `chfp:…`,
+// `putback:…`) fall in different hash slots, which Cluster refuses in one script.)
 const CONSUME = `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return false end

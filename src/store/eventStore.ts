@@ -332,6 +332,30 @@ export class KnexEventStore implements EventStore {
     return head;
   }
 
+  /**
+   * The highest seq the store has ever issued: the events' sequence's high-water mark, not max(seq).
+   * Retention leaves it in place; a store restored from a backup (or PITR), or cloned from another,
+   * has it rolled back with the rows. A cursor above it was issued after the store's state, not
+   * before a deletion (the stream refuses it). On PostgreSQL a sequence logs values ahead, so after
+   * recovery it may stand above the last seq issued: no seq at or below it is issued again anyway.
+   */
+  async issuedHead(): Promise<number> {
+    if (!this.postgres) {
+      // seq is AUTOINCREMENT (bigIncrements): sqlite_sequence keeps the largest seq ever inserted; no row, none yet.
+      const row = await this.reader('sqlite_sequence').select('seq').where('name', 'events').first<{ seq: number | string } | undefined>();
+      return Number(row?.seq ?? 0);
+    }
+    // The sequence named as the connection's search_path resolves `events` (db.ts: ?schema=).
+    const named = await this.reader.raw<{ rows: { name: string | null }[] }>("SELECT pg_get_serial_sequence('events', 'seq') AS name");
+    const name = named.rows[0]?.name;
+    if (!name) throw new Error('the events table has no seq sequence');
+    // The name comes quoted as needed from PostgreSQL itself.
+    const mark = await this.reader.raw<{ rows: { last_value: number | string; is_called: boolean }[] }>(`SELECT last_value, is_called FROM ${name}`);
+    const row = mark.rows[0]!;
+    // Not yet called: last_value is the first value nextval will give, none issued.
+    return row.is_called ? Number(row.last_value) : Number(row.last_value) - 1;
+  }
+
   /** `high` (none: no bound) clamped to the head; asks the store only above the head known. */
   private async belowHead(high: number | undefined): Promise<number> {
     return high !== undefined && high <= this.knownHead ? high : Math.min(high ?? Infinity, await this.head());

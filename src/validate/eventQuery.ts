@@ -3,7 +3,7 @@ import { hasCursorForm } from '../events/cursor.js';
 import type { EventFilter } from '../store/eventFilter.js';
 import { check, id, strictObject, yup } from './kit.js';
 import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
-import { parseInstant } from './timestamp.js';
+import { boundMs, laterBound, parseInstant } from './timestamp.js';
 
 // CONTRACT "Decision Logs": the query string of GET /api/events and GET /api/events/stream. A bad
 // value is a 400 that names the parameter, never an empty list; an unknown parameter too, so a typo
@@ -18,20 +18,6 @@ export const NOT_OURS = 'is not a cursor this service issued to this environment
 // would be ambiguous.
 const dateOrInstant = (v: string) => parseInstant(v, { allowDate: true });
 
-// parseInstant keeps whole milliseconds; the digits past them (…00.1235Z) are the rest, in nanoseconds.
-const subMillis = (v: string): number => Number((/\.\d{3}(\d{1,6})/.exec(v)?.[1] ?? '').padEnd(6, '0'));
-
-/**
- * A bound in whole milliseconds, as createdAt is: one with a part of a millisecond rounds up, so
- * `from` (inclusive) and `to` (exclusive) keep and drop exactly the events they would at full precision.
- */
-const boundMs = (v: string): number => dateOrInstant(v)! + (subMillis(v) > 0 ? 1 : 0);
-
-/** to later than from, at their full precision. */
-const later = (to: string, from: string): boolean => {
-  const [t, f] = [dateOrInstant(to)!, dateOrInstant(from)!];
-  return t !== f ? t > f : subMillis(to) > subMillis(from);
-};
 const instant = () =>
   yup
     .string()
@@ -73,9 +59,9 @@ export function validateEventQuery(query: Record<string, unknown>, options: { st
   const checked = check<Query>((options.stream ? streamSchema : listSchema) as unknown as yup.Schema<Query>, { ...query });
   if (!checked.ok) return checked;
   const q = checked.value;
-  if (q.from !== undefined && q.to !== undefined && !later(q.to, q.from)) return { ok: false, details: [{ path: 'to', message: 'to must be later than from' }] };
-  const fromMs = q.from === undefined ? undefined : boundMs(q.from);
-  const toMs = q.to === undefined ? undefined : boundMs(q.to);
+  if (q.from !== undefined && q.to !== undefined && !laterBound(q.to, q.from)) return { ok: false, details: [{ path: 'to', message: 'to must be later than from' }] };
+  const fromMs = q.from === undefined ? undefined : boundMs(q.from)!;
+  const toMs = q.to === undefined ? undefined : boundMs(q.to)!;
   const filter: EventFilter = {
     operationKey: q.operationKey,
     actorId: q.actorId,

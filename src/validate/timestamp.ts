@@ -38,3 +38,23 @@ export function parseInstant(text: string, options: { allowDate?: boolean } = {}
   const instant = date.getTime() + ((hour * 60 + minute - offset) * 60 + second) * 1000 + millis;
   return instant >= FIRST_INSTANT && instant <= LAST_INSTANT ? instant : undefined;
 }
+
+// parseInstant keeps whole milliseconds; the digits past them (…00.1235Z) are the rest, in nanoseconds.
+const subMillis = (text: string): number => Number((/\.\d{3}(\d{1,6})/.exec(text)?.[1] ?? '').padEnd(6, '0'));
+
+/**
+ * A window's bound (a date or a date-time parseInstant reads with allowDate) in whole milliseconds,
+ * as an event's createdAt is: one with a part of a millisecond rounds up, so a `from`/`--since`
+ * (inclusive) and a `to`/`--until` (exclusive) keep and drop exactly the events they would at full
+ * precision. undefined for what parseInstant refuses.
+ */
+export function boundMs(text: string): number | undefined {
+  const ms = parseInstant(text, { allowDate: true });
+  return ms === undefined ? undefined : ms + (subMillis(text) > 0 ? 1 : 0);
+}
+
+/** Whether bound `to` is later than bound `from`, at their full precision (both readable by boundMs). */
+export function laterBound(to: string, from: string): boolean {
+  const [t, f] = [parseInstant(to, { allowDate: true })!, parseInstant(from, { allowDate: true })!];
+  return t !== f ? t > f : subMillis(to) > subMillis(from);
+}

@@ -64,6 +64,9 @@ test.before(async () => {
   router.get('/text', guard, (ctx) => {
     ctx.body = `Ada <${EMAIL}>`;
   });
+  router.get('/redirect', guard, (ctx) => {
+    ctx.redirect('/model');
+  });
   router.get('/respond-false', guard, (ctx) => {
     ctx.respond = false;
     const res = ctx.res;
@@ -152,4 +155,11 @@ test('Koa: a route that opted out (redact: false) streams what it redacted itsel
   const res = await get(`${koaApp.url}/opted-out-stream`);
   t.is(res.status, 200);
   t.like(JSON.parse(res.text), { customer: { name: 'Ada', email: '***' } });
+});
+
+test('Koa: a redirect under allow_redacted is sent as it is (its body is a note naming the target, not data)', async (t) => {
+  const res = await fetch(`${koaApp.url}/redirect`, { redirect: 'manual' });
+  t.is(res.status, 302);
+  t.is(res.headers.get('location'), '/model');
+  t.false(errors.some((e) => e.path === '/redirect'));
 });

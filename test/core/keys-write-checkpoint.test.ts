@@ -43,3 +43,32 @@ test('with no server running and the file open elsewhere, what keys create and k
   t.truthy(rows.find((r) => r.id === second), 'the key created is in the file');
   t.not(rows.find((r) => r.id === first)?.revoked_at ?? null, null, 'the revocation is in the file');
 });
+
+test('a keys write that a reader\'s open snapshot keeps out of the SQLite file says so on stderr', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-keys-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'tps.sqlite');
+  const url = `sqlite:${file}`;
+  await tps(['keys', 'create', '--env', 'first'], url);
+
+  // Another process reading: its transaction's snapshot is older than the write to come.
+  const other = sqlite(file);
+  t.teardown(() => other.destroy());
+  let finish!: () => void;
+  const done = new Promise<void>((r) => (finish = r));
+  let reading!: () => void;
+  const read = new Promise<void>((r) => (reading = r));
+  const reader = other.transaction(async (trx) => {
+    await trx('api_keys').count({ n: '*' });
+    reading();
+    await done;
+  });
+  await read;
+
+  const run = startScript('bin/tps.js', { DATABASE_URL: url, TPS_ENVIRONMENT: 'test', LOG_LEVEL: 'silent' }, ['keys', 'create', '--env', 'second']);
+  const { code } = await run.exited;
+  finish();
+  await reader;
+  t.is(code, 0, run.stderr);
+  t.regex(run.stderr, /tps: note: \d+ of \d+ WAL frames are not yet in sqlite:.*another connection is reading it/);
+});

@@ -55,7 +55,10 @@ test('tps events tail waits out a spent key quota (429, retry-after) and goes on
   t.teardown(() => server.close());
   // The minute's one request: the tail's own connection is then the quota's second.
   t.is((await get(`${server.url}/api/events?limit=1`, server.secretKey)).status, 200);
-  const r = await runTps(['events', 'tail', '--url', server.url, '--key', server.secretKey], { stopOn: ' s\n' });
+  // A tail that never met the 429 (it connected after the minute, on a starved machine) would follow
+  // for ever: the deadline makes that a failure that says so, not a hung run.
+  const r = await runTps(['events', 'tail', '--url', server.url, '--key', server.secretKey], { stopOn: ' s\n', deadlineMs: 90_000 });
+  t.falsy(r.timedOut, `the tail never said it was waiting out the quota: stderr ${JSON.stringify(r.stderr)}`);
   t.is(r.code, null, `the tail exited with ${r.code}: ${r.stderr}`);
   t.regex(r.stderr, /^tps: the server answered 429: this key's quota of 1 requests per minute is spent; retrying in ([1-9]|[1-5]\d|60) s$/m);
   t.is(r.stdout, '');

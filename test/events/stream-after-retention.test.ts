@@ -1,6 +1,7 @@
 // A genuine cursor can be past the newest stored event: retention deleted the events up to it
-// (here, all of them). Seqs are never reused, so the stream resumes from it, before and after a
-// restart, and sends what is committed next; the Decision Logs answer what is stored before it.
+// (here, all of them). Retention leaves the sequence's high-water mark in place, so the cursor is
+// within it and the stream resumes from it, before and after a restart, and sends what is committed
+// next; the Decision Logs answer what is stored before it. (Past the mark: stream-restored-store.test.ts.)
 import test from 'ava';
 import { RetentionPruner } from '../../src/events/retention.js';
 import { freshDatabase, post, startTps, type RunningTps } from '../helpers/tps.js';
@@ -38,6 +39,8 @@ for (const store of ['sqlite', 'postgres'] as const) {
     const prune = () => new RetentionPruner(tps!.tps.events, { days: 1, intervalMs: 60_000, batch: 1000, pauseMs: 0, now: () => Date.now() + 2 * DAY_MS }).runOnce();
     t.is(await prune(), 3);
     t.is(await tps.tps.events.count(environment), 0);
+    // The newest stored event is gone, the mark is not.
+    t.true((await tps.tps.events.head()) < (await tps.tps.events.issuedHead()));
 
     const resume = async (label: string) => {
       const byHeader = await openStream(tps!.url, secretKey, {}, newestId);

@@ -45,10 +45,11 @@ const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /**
  * Runs `tps ARGS` as a user does, in a process of its own (bin/tps.js, LOG_LEVEL=silent under
  * `env`), until it exits. `appendTo` runs it as `tps ARGS >> FILE` in a shell (which execs it, so
- * the child is tps itself), the way a user keeps its output. `stopOn` stops it once its stderr holds that text, reported with code null: a command
- * that would go on forever fails the test instead of hanging it.
+ * the child is tps itself), the way a user keeps its output. `stopOn` stops it once its stderr
+ * holds that text, reported with code null; `deadlineMs` stops it then, reported as `timedOut`: a
+ * command that would go on forever fails the test instead of hanging it.
  */
-export function runTps(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; appendTo?: string; stopOn?: string } = {}): Promise<CliRun> {
+export function runTps(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; appendTo?: string; stopOn?: string; deadlineMs?: number } = {}): Promise<CliRun & { timedOut?: boolean }> {
   const env = { ...process.env, LOG_LEVEL: 'silent', ...options.env };
   const command = [process.execPath, BIN, ...args];
   const child = options.appendTo
@@ -63,8 +64,13 @@ export function runTps(args: readonly string[], options: { env?: Record<string, 
       child.kill('SIGKILL');
     }
   });
+  let timedOut = false;
+  const deadline = options.deadlineMs === undefined ? undefined : setTimeout(() => ((timedOut = stopped = true), child.kill('SIGKILL')), options.deadlineMs);
   return new Promise((resolve, reject) => {
     child.once('error', reject);
-    child.once('close', (code) => resolve({ code: stopped ? null : code, stdout, stderr }));
+    child.once('close', (code) => {
+      clearTimeout(deadline);
+      resolve({ code: stopped ? null : code, stdout, stderr, ...(timedOut ? { timedOut } : {}) });
+    });
   });
 }

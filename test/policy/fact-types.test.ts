@@ -83,6 +83,12 @@ test('every comparison is held to its fact type, through not:, swap: and the ite
     ['{ fact: session.geoChanged, operator: equal, value: "true" }', 'rules[0].when.value: can never match: session.geoChanged is true or false, never "true"'],
     ['{ fact: session.geoChanged, operator: greaterThan, value: 0 }', 'rules[0].when.operator: greaterThan compares numbers, and session.geoChanged is true or false: it can never match as meant'],
     ['{ fact: metadata.requestedCount, operator: equal, value: "5" }', 'rules[0].when.value: can never match: metadata.requestedCount is a number, never "5"'],
+    // Negative comparisons with such a literal hold for everyone.
+    ['{ fact: metadata.requestedCount, operator: notEqual, value: "5" }', 'rules[0].when.value: always holds: metadata.requestedCount is a number, never "5"'],
+    ['{ fact: resource.classification, operator: notIn, value: [pii, Restricted] }', 'rules[0].when.value: always holds: resource.classification is always lower-case, never "Restricted"; write "restricted"'],
+    ['{ fact: actor.roles, operator: doesNotContain, value: 5 }', 'rules[0].when.value: always holds: the items of actor.roles are strings, never 5'],
+    ['{ fact: risk.band, operator: "not:equal", value: High }', 'rules[0].when.value: always holds: risk.band is always lower-case, never "High"; write "high"'],
+    ['{ fact: risk.band, operator: "not:notEqual", value: High }', 'rules[0].when.value: can never match: risk.band is always lower-case, never "High"; write "high"'],
     ['{ fact: metadata.hasProofToken, operator: "not:exists", value: true }', 'rules[0].when.value: not:exists: true never holds: metadata.hasProofToken is on every request; drop the condition'],
     ['{ not: { any: [{ fact: metadata.requestedCount, operator: greaterThan, value: { fact: velocity.serviceCount } }] } }', 'rules[0].when.not.any[0].value.fact: reads velocity.serviceCount, which TPS counts only for a policy with throttle.serviceWindow: here it is always absent; add throttle.serviceWindow'],
   ];

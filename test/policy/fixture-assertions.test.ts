@@ -1,20 +1,12 @@
 import test from 'ava';
 import { runTps } from '../helpers/cli.js';
 import { tempConfig, type TempConfig } from '../helpers/config.js';
+import { paymentsFixtures } from '../helpers/fixtureYaml.js';
 
 // What a fixture asserts, through `tps test` as CI runs it: every step asserts its decision, only
 // asserted decisions count as reached, and a reason code or a redacted field is taken at its word
 // only when it can mean something (a known code; each field once).
 
-const PAYMENTS_HEAD = `operation: payment_transaction.create
-bases:
-  finance:
-    actor: { id: fin-1, authenticated: true, roles: [finance] }
-    resource: { type: payment_method, id: pm-1 }
-    session: { sessionId: s-1, continuityStrength: 0.95, recentHumanSignalAgeSeconds: 5 }
-    requestData: { amount: 250, currency: EUR }
-cases:
-`;
 
 function config(t: { teardown(fn: () => void): void }, files: Record<string, string>): TempConfig {
   const cfg = tempConfig({ fixtures: false });
@@ -32,7 +24,7 @@ const problemLines = (stdout: string, cfg: TempConfig) =>
 
 test('a step that asserts no decision is a located problem, and tps test exits 1 rather than passing it', async (t) => {
   const cfg = config(t, {
-    'rules/payments.fixtures.yaml': `${PAYMENTS_HEAD}  - name: no expect
+    'rules/payments.fixtures.yaml': paymentsFixtures(`  - name: no expect
     base: finance
   - name: empty expect
     base: finance
@@ -46,7 +38,7 @@ test('a step that asserts no decision is a located problem, and tps test exits 1
         expect: { decision: allow }
       - base: finance
         request: { requestData: { amount: 15000 } }
-`,
+`),
   });
   const r = await runTps(['test', cfg.dir]);
   t.is(r.code, 1, r.stdout);
@@ -63,10 +55,10 @@ test('a step that asserts no decision is a located problem, and tps test exits 1
 test('only decisions a step asserted and reached count as reached: not a failed assertion, not an unasserted would-be decision', async (t) => {
   const cfg = config(t, {
     // A failing case: it asserted deny and got allow, so neither was shown to be reached.
-    'rules/payments.fixtures.yaml': `${PAYMENTS_HEAD}  - name: wrongly expects deny
+    'rules/payments.fixtures.yaml': paymentsFixtures(`  - name: wrongly expects deny
     base: finance
     expect: { decision: deny }
-`,
+`),
     // Monitor mode: the answer is allow; the would-be deny is reached only if a step asserts it.
     'rules/pii-read.fixtures.yaml': `operation: customer.read_pii
 cases:
@@ -91,7 +83,7 @@ cases:
 
 test('a reason code no decision can carry is a located problem with a suggestion; a code a policy rule emits is fine', async (t) => {
   const cfg = config(t, {
-    'rules/payments.fixtures.yaml': `${PAYMENTS_HEAD}  - name: a typo in excludes always held
+    'rules/payments.fixtures.yaml': paymentsFixtures(`  - name: a typo in excludes always held
     base: finance
     expect: { decision: allow, reasons: { excludes: [large_payment_ammount] } }
   - name: a typo in includes and in a list
@@ -106,7 +98,7 @@ test('a reason code no decision can carry is a located problem with a suggestion
   - name: the policy's own code
     base: finance
     expect: { decision: allow, reasons: { excludes: [large_payment_in_eur] } }
-`,
+`),
   });
   cfg.replace('rules/payments.yaml', 'reason: large_payment_amount', 'reason: large_payment_in_eur');
   const r = await runTps(['test', cfg.dir]);

@@ -1,22 +1,13 @@
 import test from 'ava';
 import { tempConfig } from '../helpers/config.js';
 import { runScript } from '../helpers/script.js';
+import { paymentsFixtures } from '../helpers/fixtureYaml.js';
 
 // A fixture's requests are validated with the evaluate endpoint's own schema: a passed challenge
 // result names its type. `retry: true` and `retry: { passed: true }` take the type the step before
 // them expects to be asked for; where that step asks for none, or for one of several, the retry is
 // a located problem. Run as a user runs it: `tps test` (bin/tps.js, a process of its own).
 
-const payments = (cases: string) => `
-operation: payment_transaction.create
-bases:
-  finance:
-    actor: { id: fin-1, authenticated: true, roles: [finance] }
-    resource: { type: payment_method, id: pm-1 }
-    session: { sessionId: s-1, continuityStrength: 0.95, recentHumanSignalAgeSeconds: 5 }
-    requestData: { amount: 250, currency: EUR }
-cases:
-${cases}`;
 
 const large = `      - base: finance
         request: { requestData: { amount: 15000 } }`;
@@ -30,7 +21,7 @@ test('tps test fills a passed retry with the challenge type its step expects, an
   // The type comes from the step before: its expect.challenge, or the one its policy asks (pii-read: passkey).
   cfg.write(
     'rules/payments.fixtures.yaml',
-    payments(`
+    paymentsFixtures(`
   - name: retry true after a proof token was asked
     steps:
 ${large}
@@ -65,7 +56,7 @@ cases:
   cfg.remove('rules/pii-read.fixtures.yaml');
   cfg.write(
     'rules/payments.fixtures.yaml',
-    payments(`
+    paymentsFixtures(`
   - name: retry after an allow
     steps:
       - base: finance

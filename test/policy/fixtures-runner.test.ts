@@ -6,20 +6,12 @@ import { runFixtures } from '../../src/fixtures/suite.js';
 import { describeFailure, junitReport } from '../../src/fixtures/report.js';
 import { runCli } from '../helpers/cli.js';
 import { tempConfig } from '../helpers/config.js';
+import { paymentsFixtures } from '../helpers/fixtureYaml.js';
 
 // The fixture runner itself: a case that must fail is reported as failing, with expected and actual
 // decision, reasons, score and the rules that fired; broken fixture files are located problems.
 
-const MUST_FAIL = `
-operation: payment_transaction.create
-bases:
-  finance:
-    actor: { id: fin-1, authenticated: true, roles: [finance] }
-    resource: { type: payment_method, id: pm-1 }
-    session: { sessionId: s-1, continuityStrength: 0.95, recentHumanSignalAgeSeconds: 5 }
-    requestData: { amount: 15000, currency: EUR }
-cases:
-  - name: passes
+const MUST_FAIL = paymentsFixtures(`  - name: passes
     base: finance
     expect: { decision: step_up_required, challenge: proof_token }
   - name: must fail
@@ -29,7 +21,7 @@ cases:
       reasons: [high_sensitivity_operation]
       score: { min: 50, max: 60 }
       challenge: passkey
-`;
+`, 15000);
 
 function configWithFailingFixture() {
   const cfg = tempConfig({ fixtures: false });

@@ -60,18 +60,26 @@ test('a list side that is absent or not a list is a list of nothing: 200 deny or
   t.deepEqual(admins.reasons, ['admin_approver']);
 });
 
-test('a rule that still throws while it runs is a deny (policy_error), logged by rule name without what it read', async (t) => {
-  // In a process of its own, whose stderr is where the line goes.
+test('a rule that still throws while it runs is a deny (policy_error), logged by rule name without what it read, on stdout, once a minute', async (t) => {
+  // In a process of its own, whose stdout (where the service logs) is where the line goes.
   const run = await runScript('test/policy/rule-failure.script.ts');
   t.is(run.code, 0, run.stderr);
-  const outcomes = JSON.parse(run.stdout) as { name: string; fired: boolean; decision: string; reason: string }[];
-  t.deepEqual(outcomes, [
-    { name: 'slow-down', fired: true, decision: 'throttle', reason: 'r_slow' },
-    { name: 'broken', fired: true, decision: 'deny', reason: 'policy_error' },
-    { name: 'quiet', fired: false, decision: 'deny', reason: 'r_quiet' },
-  ]);
-  const lines = run.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
-  t.is(lines.length, 1, run.stderr);
-  t.like(lines[0], { level: 50, policyId: 'failing', rule: 'broken', msg: 'policy rule failed while it ran; denied (policy_error)', err: { name: 'Error' } });
-  t.false(run.stderr.includes('acct-secret-4711'));
+  const runs = JSON.parse(run.stderr) as { name: string; fired: boolean; decision: string; reason: string }[][];
+  t.is(runs.length, 3);
+  for (const outcomes of runs) {
+    t.deepEqual(outcomes, [
+      { name: 'slow-down', fired: true, decision: 'throttle', reason: 'r_slow' },
+      { name: 'broken', fired: true, decision: 'deny', reason: 'policy_error' },
+      { name: 'quiet', fired: false, decision: 'deny', reason: 'r_quiet' },
+    ]);
+  }
+  const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+  // Three runs within the minute: said once; the same rule a minute later, and another rule: once each.
+  t.is(lines.length, 3, run.stdout);
+  const msg = 'policy rule failed while it ran; denied (policy_error)';
+  t.like(lines[0], { level: 50, service: 'tps', policyId: 'failing', rule: 'broken', msg, err: { name: 'Error' } });
+  t.like(lines[1], { level: 50, policyId: 'failing', rule: 'broken', msg });
+  t.like(lines[2], { level: 50, policyId: 'failing', rule: 'other', msg });
+  t.false(run.stdout.includes('acct-secret-4711'));
+  t.false(run.stdout.includes('another rule'), 'the message is never logged');
 });

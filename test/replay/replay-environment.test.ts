@@ -46,3 +46,36 @@ test('tps replay with no --env and no TPS_ENVIRONMENT replays a store of one env
   t.is(examined(run), 2);
   t.regex(run.stderr, /replaying environment "staging" \(the only one stored\)/);
 });
+
+test('tps replay refuses an environment (TPS_ENVIRONMENT or --env) with no stored events, naming those found, rather than "0 of 0"', async (t) => {
+  const store = await storeHolding(t, REPO_ROOT, [
+    bareEvent('staging-1', { environment: 'staging', createdAt: T0 }),
+    bareEvent('test-1', { environment: 'test', createdAt: T0 + 1000 }),
+  ]);
+  const cases: Array<[variable: string, args: string[], chosen: string, from: string]> = [
+    ['production', ['--fail-on-change'], 'production', 'TPS_ENVIRONMENT'],
+    ['staging', ['--env', 'stagng', '--fail-on-change'], 'stagng', '--env'],
+  ];
+  for (const [variable, args, chosen, from] of cases) {
+    const run = await replay(store.url, variable, args);
+    t.is(run.code, 2, run.stderr);
+    t.is(run.stdout, '');
+    t.true(run.stderr.includes(`environment "${chosen}" (${from}) has no stored events; the store holds events of 2 environments "staging", "test"`), run.stderr);
+  }
+});
+
+test('tps replay --since/--until round a part of a millisecond up, as the API\'s from/to do', async (t) => {
+  const store = await storeHolding(t, REPO_ROOT, [bareEvent('at-t0', { environment: 'staging', createdAt: T0 })]);
+  const past = new Date(T0).toISOString().replace('Z', '5Z'); // T0 + 0.5 ms
+  // since is inclusive: T0 + 0.5 ms comes after the event; until is exclusive: T0 + 0.5 ms is after it.
+  const since = await replay(store.url, '', ['--since', past]);
+  t.is(since.code, 0, since.stderr);
+  t.is(examined(since), 0);
+  const until = await replay(store.url, '', ['--until', past]);
+  t.is(until.code, 0, until.stderr);
+  t.is(examined(until), 1);
+  // Half a millisecond apart is a window, however short.
+  const window = await replay(store.url, '', ['--since', new Date(T0).toISOString(), '--until', past]);
+  t.is(window.code, 0, window.stderr);
+  t.is(examined(window), 1);
+});

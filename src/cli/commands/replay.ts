@@ -4,16 +4,17 @@ import { didYouMean } from '../../lib/suggest.js';
 import { lookupOperation, type Catalog } from '../../policy/catalog.js';
 import { replay } from '../../replay/replay.js';
 import { formatReplay } from '../../replay/report.js';
-import { parseInstant } from '../../validate/timestamp.js';
+import { boundMs, laterBound } from '../../validate/timestamp.js';
 import { openEventsToRead } from '../readStore.js';
 import { envOption, err, out, UsageError, type Command } from '../command.js';
 import { configDirOf, loadWorkingTree } from './policy.js';
 
-// parseInstant, not Date.parse: that reads a time without an offset in this machine's zone (the
-// window would move with TZ) and rolls 2025-02-30 over to March.
+// boundMs (parseInstant), not Date.parse: that reads a time without an offset in this machine's zone
+// (the window would move with TZ) and rolls 2025-02-30 over to March. A part of a millisecond rounds
+// up, as the API's from/to do: events are stored in whole milliseconds.
 function time(value: unknown, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const ms = parseInstant(String(value), { allowDate: true });
+  const ms = boundMs(String(value));
   if (ms === undefined) throw new UsageError(`${flag} must be an ISO 8601 date (UTC midnight) or date-time with an offset, e.g. 2025-01-31 or 2025-01-31T12:00:00Z`);
   return ms;
 }
@@ -57,11 +58,17 @@ const LISTED = 20;
  * environment's operations, counted together): the user picks one.
  */
 async function chooseEnvironment(knex: Knex, flag: string | undefined, variable: string | undefined): Promise<{ environment: string | undefined; from: string }> {
-  if (flag !== undefined) return { environment: flag, from: '--env' };
-  if (variable !== undefined) return { environment: variable, from: 'TPS_ENVIRONMENT' };
+  const chosen = flag !== undefined ? { environment: flag, from: '--env' } : variable !== undefined ? { environment: variable, from: 'TPS_ENVIRONMENT' } : undefined;
   const stored = await storedEnvironments(knex);
-  if (stored.length <= 1) return { environment: stored[0], from: 'the only one stored' };
   const named = stored.slice(0, LISTED).map((e) => `"${e}"`).join(', ') + (stored.length > LISTED ? `, and ${stored.length - LISTED} more` : '');
+  if (chosen) {
+    // An environment with no stored events would replay "0 of 0" and pass --fail-on-change.
+    if (stored.length > 0 && !stored.includes(chosen.environment)) {
+      throw new UsageError(`environment "${chosen.environment}" (${chosen.from}) has no stored events; the store holds events of ${stored.length === 1 ? 'environment' : `${stored.length} environments`} ${named}${didYouMean(chosen.environment, stored)}`);
+    }
+    return chosen;
+  }
+  if (stored.length <= 1) return { environment: stored[0], from: 'the only one stored' };
   throw new UsageError(`the store holds events of ${stored.length} environments (${named}): name one with --env NAME (or set TPS_ENVIRONMENT)`);
 }
 
@@ -97,7 +104,7 @@ const replayCommand: Command = {
       samples,
       challengeTtlMs: settings.challengeTtlSeconds * 1000,
     };
-    if (options.since !== undefined && options.until !== undefined && options.until <= options.since) throw new UsageError('--until must be after --since (the window is since inclusive, until exclusive)');
+    if (options.since !== undefined && options.until !== undefined && !laterBound(String(values.until), String(values.since))) throw new UsageError('--until must be after --since (the window is since inclusive, until exclusive)');
     const catalog = loadWorkingTree(configDirOf(positionals[0]));
     const db = await openEventsToRead();
     try {

@@ -79,7 +79,13 @@ export function eventRoutes(guard: Middleware[], json: Middleware[], deps: Event
     const key = bearerKey(ctx.get('authorization'));
     const keyStands = async () => key !== undefined && (await deps.keys.authenticate(key))?.keyId === keyId;
     const subscriber = new StreamSubscriber(ctx.res, deps.hub, deps.store, environment, q.filter, deps.stream, deps.cursors, keyStands);
-    // A cursor past the newest event is still ours (it decoded): retention deleted the events up to it.
+    // A cursor past the newest stored event is ours (it decoded) and at or below the seqs the store
+    // has issued: retention deleted the events up to it, and the stream resumes. Above that mark it
+    // was issued after this store's state (a store restored from a backup, or cloned with its
+    // secret): seqs at or below it will be issued again, and the stream would skip their events.
+    if (resumeAfter !== undefined && resumeAfter > (await deps.store.issuedHead().catch(storeReadFailed))) {
+      throw invalidCursor(path, 'is past the newest event this store has issued');
+    }
     await subscriber.open(resumeAfter).catch(storeReadFailed);
     // From here the subscriber writes the response for as long as the client stays; Koa lets go of it.
     ctx.respond = false;
