@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { loadCatalog } from '../../src/policy/catalog.js';
 import { runCli } from '../helpers/cli.js';
 import { REPO_ROOT } from '../helpers/tps.js';
@@ -9,14 +9,17 @@ import { REPO_ROOT } from '../helpers/tps.js';
 // `tps explain`: one request evaluated offline through the Evaluator, then its decision, each
 // signal's contribution, the thresholds crossed and every rule with whether it fired.
 
-const requestFile = (body: unknown, ext = 'json') => {
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-explain-')), `request.${ext}`);
+/** The request in a file of its own, removed with its folder when the test ends. */
+const requestFile = (t: ExecutionContext, body: unknown, ext = 'json') => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-explain-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, `request.${ext}`);
   fs.writeFileSync(file, typeof body === 'string' ? body : JSON.stringify(body));
   return file;
 };
 
 test.serial('explain prints the decision, contributions, thresholds crossed and every rule', async (t) => {
-  const file = requestFile('actor: { id: u1, authenticated: false }\nresource: { type: customer, id: c1 }\nsession: { isNewDevice: true, geoChanged: true, networkChanged: true }\n', 'yaml');
+  const file = requestFile(t, 'actor: { id: u1, authenticated: false }\nresource: { type: customer, id: c1 }\nsession: { isNewDevice: true, geoChanged: true, networkChanged: true }\n', 'yaml');
   const { code, stdout, stderr } = await runCli(['explain', '--operation', 'customer.create', '--request', file]);
   t.is(code, 0, stderr);
   const standard = loadCatalog(REPO_ROOT).policies.get('standard')!.versionId;
@@ -52,7 +55,7 @@ test.serial('explain prints the decision, contributions, thresholds crossed and 
 });
 
 test.serial('explain --json gives the response and the explanation; a bad request is a usage error', async (t) => {
-  const file = requestFile({ actor: { id: 'fin-1', roles: ['finance'] }, resource: { type: 'invoice', id: 'b1' }, requestData: { requestedCount: 5000 } });
+  const file = requestFile(t, { actor: { id: 'fin-1', roles: ['finance'] }, resource: { type: 'invoice', id: 'b1' }, requestData: { requestedCount: 5000 } });
   const { code, stdout } = await runCli(['explain', '--operation', 'invoice.export', '--request', file, '--json']);
   t.is(code, 0);
   const { response, explanation } = JSON.parse(stdout);
@@ -63,7 +66,7 @@ test.serial('explain --json gives the response and the explanation; a bad reques
     ['redact-bulk-export'],
   );
 
-  const bad = await runCli(['explain', '--operation', 'invoice.export', '--request', requestFile({ actor: { id: 'a' }, resource: { type: 'x', id: 'y' }, session: { continuityStrength: 2 } })]);
+  const bad = await runCli(['explain', '--operation', 'invoice.export', '--request', requestFile(t, { actor: { id: 'a' }, resource: { type: 'x', id: 'y' }, session: { continuityStrength: 2 } })]);
   t.is(bad.code, 2);
   t.regex(bad.stderr, /session\.continuityStrength: session\.continuityStrength must be at most 1/);
 });

@@ -66,7 +66,9 @@ test('a failing case is reported with expected against actual decision, reasons,
 test.serial('tps test prints the report, writes JUnit XML and exits 1 on a failing case', async (t) => {
   const cfg = configWithFailingFixture();
   t.teardown(cfg.cleanup);
-  const junit = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tps-junit-')), 'fixtures.xml');
+  const reports = fs.mkdtempSync(path.join(os.tmpdir(), 'tps-junit-'));
+  t.teardown(() => fs.rmSync(reports, { recursive: true, force: true }));
+  const junit = path.join(reports, 'fixtures.xml');
   const { code, stdout } = await runCli(['test', cfg.dir, '--junit', junit]);
   t.is(code, 1);
   t.true(stdout.includes('  ✓ passes\n  ✗ must fail\n      decision  expected allow, got step_up_required\n'), stdout);
