@@ -107,6 +107,18 @@ async function start(t: ExecutionContext, thread: boolean) {
   return { proxy, tps };
 }
 
+/** The 503 of a commit whose outcome is unknown: it never claims nothing was stored, and names the telemetryId to look up. */
+function uncertain(t: ExecutionContext, res: Awaited<ReturnType<typeof post>>): string {
+  t.is(res.status, 503);
+  t.is(res.body.error.code, 'store_unavailable');
+  t.notRegex(res.body.error.message, /nothing was stored/);
+  t.regex(res.body.error.message, /may or may not have been recorded/);
+  const telemetryId = (res.body.error.details as { path: string; message: string }[] | undefined)?.find((d) => d.path === 'telemetryId')?.message;
+  t.truthy(telemetryId);
+  t.true(res.body.error.message.includes(telemetryId!));
+  return telemetryId!;
+}
+
 for (const thread of [true, false]) {
   const label = `[postgres, ${thread ? 'evaluation thread' : 'HTTP thread'}]`;
 
@@ -128,13 +140,7 @@ for (const thread of [true, false]) {
     const cut = proxy.arm('before-send');
     const res = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
     await cut;
-    t.is(res.status, 503);
-    t.is(res.body.error.code, 'store_unavailable');
-    t.notRegex(res.body.error.message, /nothing was stored/);
-    t.regex(res.body.error.message, /may or may not have been recorded/);
-    const telemetryId = (res.body.error.details as { path: string; message: string }[] | undefined)?.find((d) => d.path === 'telemetryId')?.message;
-    t.truthy(telemetryId);
-    t.true(res.body.error.message.includes(telemetryId!));
+    const telemetryId = uncertain(t, res);
     t.is(res.headers.get('retry-after'), '1');
     t.is(await tps.tps.events.count(), 1, 'only the first evaluation');
     // The caller's look-up finds nothing: it may retry.
@@ -147,13 +153,7 @@ test('[postgres] a commit cut after it landed, with the store then unreachable: 
   const cut = proxy.arm('after-commit', true);
   const res = await post(`${tps.url}/api/evaluate`, samples.createCustomer(), tps.secretKey);
   await cut;
-  t.is(res.status, 503);
-  t.is(res.body.error.code, 'store_unavailable');
-  t.notRegex(res.body.error.message, /nothing was stored/);
-  t.regex(res.body.error.message, /may or may not have been recorded/);
-  const telemetryId = (res.body.error.details as { path: string; message: string }[] | undefined)?.find((d) => d.path === 'telemetryId')?.message;
-  t.truthy(telemetryId);
-  t.true(res.body.error.message.includes(telemetryId!));
+  const telemetryId = uncertain(t, res);
   proxy.restore();
   // It was stored: the caller's look-up finds it.
   const looked = await tps.tps.events.find(tps.environment, telemetryId!);

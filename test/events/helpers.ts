@@ -1,12 +1,14 @@
 import crypto from 'node:crypto';
+import type { ExecutionContext } from 'ava';
 import { createKeyPair } from '../../src/auth/keys.js';
 import type { DecisionEvent, IngestRecord } from '../../src/api/types.js';
 import { CURSOR_SECRET, CursorCodec } from '../../src/events/cursor.js';
+import { RetentionPruner } from '../../src/events/retention.js';
 import { parseSse } from '../../src/events/sseParser.js';
 import type { EventFilter } from '../../src/store/eventFilter.js';
 import type { EventRecord, KnexEventStore } from '../../src/store/eventStore.js';
 import { serviceSecret } from '../../src/store/serviceSecrets.js';
-import { get, type RunningTps } from '../helpers/tps.js';
+import { freshDatabase, get, post, startTps, type RunningTps, type StoreKind } from '../helpers/tps.js';
 
 export const uid = (prefix = 't'): string => `${prefix}_${crypto.randomBytes(6).toString('hex')}`;
 
@@ -161,4 +163,45 @@ export async function storePages(events: KnexEventStore, environment: string, fi
     if (page.length < limit) return ids;
     at = page[page.length - 1]!.seq;
   }
+}
+
+/**
+ * A server on a fresh store whose stream has sent `count` ingested events, for tests of what
+ * retention or a restore leaves behind: their stream ids oldest first, `ingest` for one more,
+ * `pruneAll` (retention's own pass, as if two days had gone by with one kept: every event goes) and
+ * `restart` (a new process on the same store). `current()` is the running server.
+ */
+export async function streamedStore(t: ExecutionContext, store: StoreKind, count: number) {
+  const db = freshDatabase(store);
+  let tps: RunningTps | undefined = await startTps({ databaseUrl: db.url });
+  t.teardown(async () => {
+    await tps?.close();
+    await db.drop();
+  });
+  const current = () => tps!;
+  const { environment, secretKey } = await newEnvironment(current());
+  const ingest = async () => {
+    const record = ingestRecord();
+    t.is((await post(`${current().url}/api/events/ingest`, record, secretKey)).status, 201);
+    return record.telemetryId;
+  };
+  const stream = await openStream(current().url, secretKey);
+  let ids: string[];
+  try {
+    t.is(stream.status, 200);
+    for (let i = 0; i < count; i++) await ingest();
+    ids = (await stream.take(count)).map((e) => e.id);
+  } finally {
+    stream.close();
+  }
+  const DAY_MS = 86_400_000;
+  const pruneAll = () => new RetentionPruner(current().tps.events, { days: 1, intervalMs: 60_000, batch: 1000, pauseMs: 0, now: () => Date.now() + 2 * DAY_MS }).runOnce();
+  const restart = async () => {
+    const old = tps;
+    tps = undefined;
+    await old?.close();
+    tps = await startTps({ databaseUrl: db.url });
+    return tps;
+  };
+  return { current, environment, secretKey, ingest, ids, pruneAll, restart };
 }

@@ -3,48 +3,23 @@
 // within it and the stream resumes from it, before and after a restart, and sends what is committed
 // next; the Decision Logs answer what is stored before it. (Past the mark: stream-restored-store.test.ts.)
 import test from 'ava';
-import { RetentionPruner } from '../../src/events/retention.js';
-import { freshDatabase, post, startTps, type RunningTps } from '../helpers/tps.js';
-import { ingestRecord, newEnvironment, openStream, query, serverCursors } from './helpers.js';
-
-const DAY_MS = 86_400_000;
+import { openStream, query, serverCursors, streamedStore } from './helpers.js';
 
 for (const store of ['sqlite', 'postgres'] as const) {
   test(`[${store}] a stream resumes from the newest event's id after retention deleted every event, across a restart`, async (t) => {
-    const db = freshDatabase(store);
-    let tps: RunningTps | undefined = await startTps({ databaseUrl: db.url });
-    t.teardown(async () => {
-      await tps?.close();
-      await db.drop();
-    });
-    const { environment, secretKey } = await newEnvironment(tps);
-    const ingest = async () => {
-      const record = ingestRecord();
-      t.is((await post(`${tps!.url}/api/events/ingest`, record, secretKey)).status, 201);
-      return record.telemetryId;
-    };
-
+    const { current, environment, secretKey, ingest, ids, pruneAll: prune, restart } = await streamedStore(t, store, 3);
+    let tps = current();
     // The newest event's id, as a stream sent it.
-    const first = await openStream(tps.url, secretKey);
-    let newestId: string;
-    try {
-      t.is(first.status, 200);
-      for (let i = 0; i < 3; i++) await ingest();
-      newestId = (await first.take(3))[2]!.id;
-    } finally {
-      first.close();
-    }
+    const newestId = ids[2]!;
 
-    // Retention's own pass, run as if two days had gone by with one day kept: every event goes.
-    const prune = () => new RetentionPruner(tps!.tps.events, { days: 1, intervalMs: 60_000, batch: 1000, pauseMs: 0, now: () => Date.now() + 2 * DAY_MS }).runOnce();
     t.is(await prune(), 3);
     t.is(await tps.tps.events.count(environment), 0);
     // The newest stored event is gone, the mark is not.
     t.true((await tps.tps.events.head()) < (await tps.tps.events.issuedHead()));
 
     const resume = async (label: string) => {
-      const byHeader = await openStream(tps!.url, secretKey, {}, newestId);
-      const byQuery = await openStream(tps!.url, secretKey, { cursor: newestId });
+      const byHeader = await openStream(current().url, secretKey, {}, newestId);
+      const byQuery = await openStream(current().url, secretKey, { cursor: newestId });
       try {
         t.is(byHeader.status, 200, `${label}: Last-Event-ID`);
         t.is(byQuery.status, 200, `${label}: ?cursor=`);
@@ -63,9 +38,7 @@ for (const store of ['sqlite', 'postgres'] as const) {
     // Emptied again, then a restart: the new process's reader starts at the empty store's head, below the cursor.
     await prune();
     t.is(await tps.tps.events.count(), 0, 'the store is empty');
-    await tps.close();
-    tps = undefined;
-    tps = await startTps({ databaseUrl: db.url });
+    tps = await restart();
     await resume('after a restart');
 
     // The list answers the events stored before it: none are left.

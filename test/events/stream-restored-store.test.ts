@@ -4,57 +4,31 @@
 // it would skip every new event until the seqs passed it. It is refused with a 400; a cursor at or
 // below the mark resumes (retention's case: stream-after-retention.test.ts).
 import test from 'ava';
-import { RetentionPruner } from '../../src/events/retention.js';
-import { freshDatabase, post, startTps, type RunningTps } from '../helpers/tps.js';
-import { ingestRecord, newEnvironment, openStream, query, serverCursors } from './helpers.js';
+import { openStream, query, serverCursors, streamedStore } from './helpers.js';
 
-const DAY_MS = 86_400_000;
 const PAST = 'is past the newest event this store has issued';
 
 for (const store of ['sqlite', 'postgres'] as const) {
   test(`[${store}] a cursor past the sequence's mark (a restored store) is refused; one within it resumes`, async (t) => {
-    const db = freshDatabase(store);
-    let tps: RunningTps | undefined = await startTps({ databaseUrl: db.url });
-    t.teardown(async () => {
-      await tps?.close();
-      await db.drop();
-    });
-    const { environment, secretKey } = await newEnvironment(tps);
-    const ingest = async () => {
-      const record = ingestRecord();
-      t.is((await post(`${tps!.url}/api/events/ingest`, record, secretKey)).status, 201);
-      return record.telemetryId;
-    };
-
-    const first = await openStream(tps.url, secretKey);
-    let ids: string[];
-    try {
-      t.is(first.status, 200);
-      for (let i = 0; i < 3; i++) await ingest();
-      ids = (await first.take(3)).map((e) => e.id);
-    } finally {
-      first.close();
-    }
+    const { current, environment, secretKey, ingest, ids, pruneAll: prune, restart } = await streamedStore(t, store, 3);
+    let tps = current();
     const cursors = await serverCursors(tps);
     const oldest = cursors.decode(environment, ids[0]!)!;
     t.is(await tps.tps.events.issuedHead(), cursors.decode(environment, ids[2]!)!);
 
     // The restore: the two newer events were committed after the backup, so they are gone and the
     // mark stands at the oldest (retention's pass deletes the rows cleanly; it takes the oldest too).
-    const prune = () => new RetentionPruner(tps!.tps.events, { days: 1, intervalMs: 60_000, batch: 1000, pauseMs: 0, now: () => Date.now() + 2 * DAY_MS }).runOnce();
     t.is(await prune(), 3);
     const knex = tps.tps.db.knex;
     if (store === 'sqlite') await knex.raw("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'", [oldest]);
     else await knex.raw("SELECT setval(pg_get_serial_sequence('events', 'seq'), ?)", [oldest]);
     // A restored store is a new start.
-    await tps.close();
-    tps = undefined;
-    tps = await startTps({ databaseUrl: db.url });
+    tps = await restart();
     t.is(await tps.tps.events.issuedHead(), oldest);
 
     // The newest id, issued after the "backup": refused, by header and by query.
     const refused = async (headers: Record<string, string>, params: Record<string, string>, path: string) => {
-      const res = await fetch(`${tps!.url}/api/events/stream?${query(params)}`, { headers: { authorization: `Bearer ${secretKey}`, ...headers } });
+      const res = await fetch(`${current().url}/api/events/stream?${query(params)}`, { headers: { authorization: `Bearer ${secretKey}`, ...headers } });
       t.is(res.status, 400, path);
       const body = (await res.json()) as { error: { code: string; details: { path: string; message: string }[] } };
       t.is(body.error.code, 'invalid_request');
