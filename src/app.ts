@@ -1,7 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import bodyParser from 'koa-bodyparser';
 import type { Registry } from 'prom-client';
 import { createAdvisor } from './ai/advisor.js';
 import { registerAiMetrics } from './ai/metrics.js';
@@ -21,6 +20,7 @@ import { CURSOR_SECRET, CursorCodec } from './events/cursor.js';
 import { EventHub } from './events/hub.js';
 import { Ingestor } from './events/ingest.js';
 import { RetentionPruner } from './events/retention.js';
+import { jsonBody } from './http/body.js';
 import { createLogger, safeError, type Logger } from './http/logger.js';
 import { createMetrics, registerThreadGc, type Metrics, type MetricsText } from './http/metrics.js';
 import { answerClientError, authenticate, errors, rateLimit, requestId, requireJson, type TpsState } from './http/middleware.js';
@@ -115,7 +115,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     closers.push(async () => configWatcher.close());
 
     // This thread's state: the API quota, and evaluations when they run here.
-    const state = openState(settings.redisUrl, settings.redisPrefix);
+    const state = openState(settings.redisUrl, settings.redisPrefix, { timeoutMs: settings.redisTimeoutMs, logger });
     closers.push(() => state.close());
 
     const commits = db.dialect === 'sqlite' ? options.eventCommits : undefined;
@@ -152,7 +152,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     if (threaded && !options.advisor) {
       const source = config.current().source;
       const thread = new EvaluationThread(
-        { source, redisUrl: settings.redisUrl, redisPrefix: settings.redisPrefix, challengeTtlMs },
+        { source, redisUrl: settings.redisUrl, redisPrefix: settings.redisPrefix, redisTimeoutMs: settings.redisTimeoutMs, logLevel: settings.logLevel, challengeTtlMs },
         newAdvisor(),
         (err) => {
           metrics.threadFailures.inc();
@@ -190,7 +190,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
       if (closing) ctx.set('connection', 'close');
     });
     const guard = [authenticate(keys), rateLimit(state.counters, settings.keyRateLimitPerMinute)];
-    const json = [requireJson(), bodyParser({ enableTypes: ['json'], jsonLimit: String(settings.maxBodyBytes), strict: true }) as never];
+    const json = [requireJson(), jsonBody(settings.maxBodyBytes)];
     app.use(requestId());
     app.use(metrics.observe());
     app.use(errors(logger));
@@ -206,7 +206,7 @@ export async function createTps(settings: Settings, options: TpsOptions = {}): P
     });
     // A cluster worker's are the whole service's (src/cluster/metrics.ts).
     const metricsText = options.metricsText?.(metrics.registry) ?? (() => metrics.registry.metrics());
-    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems, evaluationHeldBack: evaluationThread?.heldBackSeconds }, metricsText), eventsRouter]) {
+    for (const router of [evaluateRoutes([...guard, requireJson()], evaluations, metrics, { maxBodyBytes: settings.maxBodyBytes, serverTiming: settings.serverTiming, checkpoints: db.checkpoints }), serviceRoutes(db, { catalog: config.current, configProblems: config.lastProblems, evaluationHeldBack: evaluationThread?.heldBackSeconds, sharedState: state.health }, metricsText), eventsRouter]) {
       app.use(router.routes());
     }
 

@@ -18,6 +18,9 @@ const STATUS: Record<ErrorCode, number> = {
   internal_error: 500,
 };
 
+/** The HTTP status a code is answered with. */
+export const statusOf = (code: ErrorCode): number => STATUS[code];
+
 /** An error whose code, status and message may be shown to the client (CONTRACT "Errors"). */
 export class ApiError extends Error {
   readonly status: number;
@@ -42,11 +45,15 @@ export class ApiError extends Error {
 }
 
 /**
- * The shared state (Redis: velocity counts, challenges, key quotas) did not answer: an outage to wait
- * out, not a bug's 500. Nothing was decided or recorded, and a challenge the request used is put back.
+ * The shared state (Redis: velocity counts, challenges, key quotas) refused, was unreachable or did
+ * not answer in time: an outage to wait out, not a bug's 500. Nothing was decided or recorded. A
+ * challenge the request used is put back, also when Redis ran the use but its reply was lost or
+ * late (src/state/redis.ts; a silent Redis runs the put-back once it answers again); if the
+ * put-back cannot reach Redis either, the challenge may stay used, and the retry is challenged
+ * again, never allowed twice.
  */
 export const stateUnavailable = (cause: unknown): ApiError =>
   new ApiError('state_unavailable', 'the shared state (Redis) did not answer; nothing was decided: retry', undefined, { 'retry-after': '1' }, cause);
 
-/** A body that does not parse as JSON: koa-bodyparser's routes and the evaluation thread's parse alike. */
+/** A body that does not parse as JSON: every JSON route's, in whichever thread it is parsed (src/http/body.ts). */
 export const invalidJson = (): ApiError => new ApiError('invalid_json', 'the request body is not valid JSON');

@@ -1,6 +1,7 @@
 // Environment variables (CONTRACT "Running"), read once. Defaults serve a first run with no set-up.
 
 import { WAL_CATCH_UP_MB } from '../store/checkpointer.js';
+import { REDIS_TIMEOUT_MS } from '../state/timeout.js';
 import { PAGE_SIZE } from '../store/db.js';
 import { ENVIRONMENT_NAME_RULE, isEnvironmentName } from './environmentName.js';
 import { gotValue } from './shown.js';
@@ -12,6 +13,8 @@ export interface Settings {
   redisUrl: string | undefined;
   /** Prefix of every Redis key (TPS_REDIS_PREFIX), so deployments or test runs can share one Redis. */
   redisPrefix: string;
+  /** How long a Redis command, or connecting to Redis, may take before it counts as Redis's outage (TPS_REDIS_TIMEOUT_MS). */
+  redisTimeoutMs: number;
   configDir: string;
   environment: string;
   secretKey: string | undefined;
@@ -66,8 +69,17 @@ function numberIn(env: Env, name: string, fallback: number, ok: (value: number) 
   return value;
 }
 
-const int = (env: Env, name: string, fallback: number, min = 0): number =>
-  numberIn(env, name, fallback, (v) => Number.isInteger(v) && v >= min, `an integer >= ${min}`);
+const int = (env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number =>
+  numberIn(env, name, fallback, (v) => Number.isInteger(v) && v >= min && v <= max, max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer from ${min} to ${max}`);
+
+// Node turns a timer's delay over 2^31-1 ms into 1 ms, so "never" would become "at once".
+const TIMER_MAX_MS = 2_147_483_647;
+/** Milliseconds that reach a timer. */
+const ms = (env: Env, name: string, fallback: number, min = 0): number => int(env, name, fallback, min, TIMER_MAX_MS);
+// A challenge's expiry must stay a real date; a step-up lasting longer than a month is a mistake, not a policy.
+const CHALLENGE_TTL_MAX_SECONDS = 30 * 24 * 3600;
+// Retention's cut-off must stay a real date.
+const RETENTION_MAX_DAYS = 100 * 366;
 
 const positive = (env: Env, name: string, fallback: number): number => numberIn(env, name, fallback, (v) => Number.isFinite(v) && v > 0, 'a number > 0');
 
@@ -119,20 +131,21 @@ export function readSettings(env: Env = process.env): Settings {
     databaseUrl: str(env, 'DATABASE_URL'),
     redisUrl: str(env, 'REDIS_URL'),
     redisPrefix: str(env, 'TPS_REDIS_PREFIX') ?? 'tps:',
+    redisTimeoutMs: ms(env, 'TPS_REDIS_TIMEOUT_MS', REDIS_TIMEOUT_MS, 1),
     configDir: str(env, 'TPS_CONFIG_DIR') ?? '.',
     environment: environmentName(env, 'TPS_ENVIRONMENT') ?? 'development',
     secretKey: str(env, 'TPS_SECRET_KEY'),
     publishableKey: str(env, 'TPS_PUBLISHABLE_KEY'),
     maxBodyBytes: int(env, 'TPS_MAX_BODY_BYTES', 65536, 1),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    challengeTtlSeconds: int(env, 'TPS_CHALLENGE_TTL_SECONDS', 600, 1),
+    challengeTtlSeconds: int(env, 'TPS_CHALLENGE_TTL_SECONDS', 600, 1, CHALLENGE_TTL_MAX_SECONDS),
     keyRateLimitPerMinute: int(env, 'TPS_KEY_RATE_LIMIT_PER_MINUTE', 0),
-    keyCacheMs: int(env, 'TPS_KEY_CACHE_MS', 1000),
+    keyCacheMs: ms(env, 'TPS_KEY_CACHE_MS', 1000),
     workers: int(env, 'TPS_WORKERS', 1, 1),
     evaluateThread: oneOf(env, 'TPS_EVALUATE_THREAD', ['auto', 'true', 'false'] as const, 'auto'),
     commitMaxBatch: int(env, 'TPS_COMMIT_MAX_BATCH', 256, 1),
-    commitMaxDelayMs: int(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
-    commitWaitMs: int(env, 'TPS_COMMIT_WAIT_MS', 1),
+    commitMaxDelayMs: ms(env, 'TPS_COMMIT_MAX_DELAY_MS', 0),
+    commitWaitMs: ms(env, 'TPS_COMMIT_WAIT_MS', 1),
     sqliteSync: oneOf(env, 'TPS_SQLITE_SYNC', ['full', 'normal'] as const, 'full'),
     sqliteWalMb: positive(env, 'TPS_SQLITE_WAL_MB', WAL_CATCH_UP_MB),
     // SQLite takes powers of two from 512; an event row (~400 bytes) needs 1 KiB to fit a page.
@@ -142,15 +155,15 @@ export function readSettings(env: Env = process.env): Settings {
       url: httpUrl(env, 'TPS_AI_URL', 'TPS_AI_API_KEY'),
       model: str(env, 'TPS_AI_MODEL'),
       apiKey: str(env, 'TPS_AI_API_KEY'),
-      timeoutMs: aiTimeout === undefined ? undefined : int(env, 'TPS_AI_TIMEOUT_MS', 300, 1),
+      timeoutMs: aiTimeout === undefined ? undefined : ms(env, 'TPS_AI_TIMEOUT_MS', 300, 1),
     },
     watchConfig: bool(env, 'TPS_WATCH_CONFIG', true),
-    watchDebounceMs: int(env, 'TPS_WATCH_DEBOUNCE_MS', 250),
-    watchSettleMs: int(env, 'TPS_WATCH_SETTLE_MS', 250),
+    watchDebounceMs: ms(env, 'TPS_WATCH_DEBOUNCE_MS', 250),
+    watchSettleMs: ms(env, 'TPS_WATCH_SETTLE_MS', 250),
     events: {
-      retentionDays: int(env, 'TPS_EVENT_RETENTION_DAYS', 0),
-      streamHeartbeatMs: int(env, 'TPS_STREAM_HEARTBEAT_MS', 15_000, 100),
-      streamPollMs: int(env, 'TPS_STREAM_POLL_MS', 1000, 10),
+      retentionDays: int(env, 'TPS_EVENT_RETENTION_DAYS', 0, 0, RETENTION_MAX_DAYS),
+      streamHeartbeatMs: ms(env, 'TPS_STREAM_HEARTBEAT_MS', 15_000, 100),
+      streamPollMs: ms(env, 'TPS_STREAM_POLL_MS', 1000, 10),
       streamMaxQueue: int(env, 'TPS_STREAM_MAX_QUEUE', 1000, 1),
     },
   };

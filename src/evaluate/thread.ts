@@ -13,6 +13,10 @@ export interface ThreadOptions {
   source: LoadedConfig;
   redisUrl?: string;
   redisPrefix: string;
+  /** TPS_REDIS_TIMEOUT_MS (state/redis.ts's default when absent). */
+  redisTimeoutMs?: number;
+  /** LOG_LEVEL, for the thread's own log lines (its Redis connection's outages). */
+  logLevel?: string;
   challengeTtlMs: number;
 }
 

@@ -5,7 +5,7 @@ import { ApiError } from '../api/errors.js';
 import type { AiAssessment } from '../api/types.js';
 import type { Advisor } from '../ai/advisor.js';
 import { advisoryPort } from '../ai/port.js';
-import { safeError } from '../http/logger.js';
+import { createLogger, safeError } from '../http/logger.js';
 import { compiledCatalog } from '../policy/catalog.js';
 import { openState } from '../state/open.js';
 import { prepareEvent } from '../store/eventWrites.js';
@@ -31,7 +31,11 @@ const GROUP_MAX = 8;
 const outbox = new Outbox<Reply>((replies) => reply(replies.length === 1 ? replies[0]! : { type: 'replies', replies }), GROUP_MAX);
 
 let catalog = compiledCatalog(options.source);
-const state = openState(options.redisUrl, options.redisPrefix);
+// Its Redis connection's outages are logged from here, at the service's level: they are this connection's own.
+const state = openState(options.redisUrl, options.redisPrefix, {
+  timeoutMs: options.redisTimeoutMs,
+  logger: options.redisUrl ? createLogger(options.logLevel ?? 'info').child({ thread: THREAD_NAME }) : undefined,
+});
 const assessing = new Map<number, (a: AiAssessment) => void>();
 let nextAssessment = 0;
 const advisor: Pick<Advisor, 'assess'> = {

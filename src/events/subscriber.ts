@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { EventFilter } from '../store/eventFilter.js';
 import { matchesFilter } from '../store/eventFilter.js';
 import type { KnexEventStore, ReadEvent, StoredEvent } from '../store/eventStore.js';
@@ -54,6 +55,9 @@ export class StreamSubscriber implements Listener {
   private wakeUp: (() => void) | undefined;
   private releaseDrain: (() => void) | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** The client's connection, watched for its close while the response has no socket of its own. */
+  private connection: Socket | undefined;
+  private readonly onClose = () => this.stop();
   /** Settles when the stream has stopped and no store read of it is in flight. */
   done: Promise<void> = Promise.resolve();
 
@@ -79,7 +83,16 @@ export class StreamSubscriber implements Listener {
    * the stream sends what is committed after it.
    */
   async open(resumeAfter: number | undefined): Promise<void> {
-    this.res.once('close', () => this.stop());
+    // 'close' comes once: a client that left while the route awaited the store has had it already.
+    if (this.gone()) {
+      this.closed = true;
+      return;
+    }
+    this.res.once('close', this.onClose);
+    // A response pipelined behind another on the same connection gets a socket, and a 'close', only
+    // once the one before it ends, which a stream never does: Node drops it silently if the
+    // connection closes meanwhile, so the connection itself is watched.
+    if (!this.res.socket) (this.connection = this.res.req.socket).once('close', this.onClose);
     this.hub.attach(this);
     try {
       const head = await this.hub.ready();
@@ -93,6 +106,7 @@ export class StreamSubscriber implements Listener {
   /** Sends the headers and serves the stream until the client leaves or the hub closes. */
   serve(): void {
     if (this.closed) return;
+    if (this.gone()) return this.end();
     this.res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -131,6 +145,8 @@ export class StreamSubscriber implements Listener {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.heartbeat);
+    this.res.off('close', this.onClose);
+    this.connection?.off('close', this.onClose);
     this.hub.detach(this);
     this.wake();
     this.releaseDrain?.();
@@ -154,6 +170,8 @@ export class StreamSubscriber implements Listener {
 
   /** A heartbeat, so an idle stream of a revoked key ends too; a failed key lookup ends it as a store failure does. */
   private async beat(): Promise<void> {
+    // A client gone without a 'close' reaching the stream: ends it here, at the latest.
+    if (this.gone()) return this.end();
     try {
       if (!(await this.stillAuthorized())) return;
     } catch {
@@ -220,6 +238,7 @@ export class StreamSubscriber implements Listener {
   private async send(e: ReadEvent): Promise<void> {
     // Never twice, whichever of the store read and the hub queue holds it.
     if (this.closed || e.seq <= this.position) return;
+    if (this.gone()) return this.end();
     const flushed = this.res.write(frameOf(this.cursors, e));
     this.position = this.told = e.seq;
     if (!flushed) await this.drained();
@@ -236,13 +255,21 @@ export class StreamSubscriber implements Listener {
         resolve();
       };
       this.releaseDrain = done;
+      // destroy() emits no 'close' on a connection that has closed already: the stream stops here.
       const stall = setTimeout(() => {
         this.res.destroy();
+        this.stop();
         done();
       }, this.options.stallMs);
       this.res.on('drain', done);
       this.res.on('close', done);
     });
+  }
+
+  /** Whether the client has left: its response destroyed, or its connection closed or never there. */
+  private gone(): boolean {
+    const socket = this.res.socket ?? this.res.req?.socket;
+    return this.res.destroyed || !socket || socket.destroyed;
   }
 
   private wake(): void {

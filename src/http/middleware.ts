@@ -19,7 +19,9 @@ export interface TpsState {
 export type Ctx = Koa.ParameterizedContext<TpsState>;
 export type Middleware = Koa.Middleware<TpsState>;
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A caller's x-request-id that is kept; any other is replaced by a new one. */
+export const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const REQUEST_ID_RULE = '1 to 128 letters, digits or . _ : -';
 
 /** Every response carries x-request-id: the caller's if it sent a sane one, else a new one. */
 export const requestId = (): Middleware => async (ctx, next) => {
@@ -42,6 +44,7 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
     if (ctx.status === 404 && ctx.body === undefined) throw new ApiError('not_found', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
     const e = err instanceof ApiError ? err : bodyError(err);
+    await settleBody(ctx);
     if (e) {
       if (e.code in OUTAGES) log.error({ requestId: ctx.state.requestId, err: safeError(e.cause) }, OUTAGES[e.code]!);
       send(ctx, e.status, { error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, e.headers);
@@ -52,7 +55,7 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
   }
 };
 
-/** What reading a body (raw-body, co-body, koa-bodyparser, zlib through inflation) threw, as the client's error. */
+/** What reading a body (co-body over raw-body, zlib through inflation) threw, as the client's error. */
 function bodyError(err: unknown): ApiError | undefined {
   const e = err as { status?: number; type?: string; code?: unknown; errno?: unknown; message?: string } | undefined;
   if (e?.type === 'entity.too.large' || e?.status === 413) return new ApiError('payload_too_large', 'the request body is larger than the limit');
@@ -73,6 +76,46 @@ function bodyError(err: unknown): ApiError | undefined {
     return new ApiError('unsupported_media_type', 'the request body must be JSON (content-type: application/json)');
   }
   return undefined;
+}
+
+/** How much of a part-read body is read and dropped after a refusal, and for how long, to keep its connection. */
+const DRAIN_BYTES = 1024 * 1024;
+const DRAIN_MS = 1000;
+
+/**
+ * Before an error answer: a body whose reading stopped part-way (a chunked body over the limit, a
+ * broken gzip stream) would stall the next request on its keep-alive connection, since Node drains
+ * only a body nobody began to read. The rest is read and dropped, within bounds; past them, or once
+ * the client is gone, the answer closes the connection. Draining first, rather than closing at once,
+ * spares the client a reset that can swallow the answer while it is still sending.
+ */
+async function settleBody(ctx: Ctx): Promise<void> {
+  const req = ctx.req;
+  if (req.complete || !req.readableDidRead) return;
+  if (!(await drain(req))) ctx.set('connection', 'close');
+}
+
+/** Reads `req` to its end and drops it: true when it ended within DRAIN_BYTES and DRAIN_MS. */
+function drain(req: http.IncomingMessage): Promise<boolean> {
+  if (req.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let left = DRAIN_BYTES;
+    const done = (ended: boolean) => {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', onEnd).off('close', onGone).off('error', onGone);
+      resolve(ended); // past a bound the stream flows on, unread, until the connection closes
+    };
+    const onData = (chunk: Buffer) => {
+      left -= chunk.length;
+      if (left < 0) done(false);
+    };
+    const onEnd = () => done(true);
+    const onGone = () => done(false);
+    const timer = setTimeout(onGone, DRAIN_MS);
+    req.unpipe(); // from a decompressor that failed or was left paused
+    req.on('data', onData).on('end', onEnd).on('close', onGone).on('error', onGone);
+    req.resume();
+  });
 }
 
 /**
@@ -115,7 +158,17 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   socket.end(head + body, () => socket.destroy());
 }
 
-/** Refuses bodies that do not say they are JSON before anything reads them. */
+// JSON between systems is UTF-8 (RFC 8259 §8.1); ASCII is a part of it. Any other charset would
+// be decoded into other text than the caller meant, so it is refused rather than guessed.
+const JSON_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+// The charset parameter, quoted or not; read leniently, as type-is reads the rest (a trailing ";" is fine).
+const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
+
+/**
+ * Refuses bodies that do not say they are JSON in UTF-8 before anything reads them, and spells the
+ * content-encoding as the body readers (inflation) expect it: codings are case-insensitive, and
+ * x-gzip is gzip (RFC 9110 §8.4.1).
+ */
 export const requireJson = (): Middleware => async (ctx, next) => {
   // ctx.is answers null for a request with neither content-length nor transfer-encoding (curl -X
   // POST without -d), whatever its content-type: a JSON one then goes on, its empty body read as
@@ -123,6 +176,15 @@ export const requireJson = (): Middleware => async (ctx, next) => {
   const json = ctx.is('application/json');
   const bodilessJson = json === null && ctx.request.type.trim().toLowerCase() === 'application/json';
   if (!json && !bodilessJson) throw new ApiError('unsupported_media_type', 'content-type must be application/json');
+  const charset = CHARSET.exec(ctx.get('content-type'));
+  if (charset && !JSON_CHARSETS.has((charset[1] ?? charset[2]!).toLowerCase())) {
+    throw new ApiError('unsupported_media_type', 'the request body must be UTF-8 (content-type: application/json; charset=utf-8, or no charset)');
+  }
+  const coding = ctx.req.headers['content-encoding'];
+  if (coding !== undefined) {
+    const spelt = coding.trim().toLowerCase();
+    ctx.req.headers['content-encoding'] = spelt === 'x-gzip' ? 'gzip' : spelt;
+  }
   await next();
 };
 

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { stringify } from 'safe-stable-stringify';
 import type { ConfigProblem } from './problems.js';
 import { ConfigError } from './problems.js';
-import { compilePolicy, type CompiledPolicy } from './compile.js';
+import { BUILT_IN_RULE_NAMES, compilePolicy, type CompiledPolicy } from './compile.js';
 import { loadConfigDir, locateProblems, type LoadedConfig } from './load.js';
 import type { AiSpec, Mode } from './schema.js';
 
@@ -43,6 +43,8 @@ export function lookupOperation(catalog: Catalog, environment: string, key: stri
  */
 const answeredBy = ({ file: _file, environments, ...rest }: CompiledOperation) => ({ ...rest, environments: environments && [...environments] });
 
+const builtIn: ReadonlySet<string> = new Set(BUILT_IN_RULE_NAMES);
+
 /** Cross-file checks and compilation; returns every problem found, not only the first. */
 export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; problems: ConfigProblem[] } {
   const problems = [...loaded.problems];
@@ -61,7 +63,9 @@ export function compileCatalog(loaded: LoadedConfig): { catalog?: Catalog; probl
     }
     const ruleNames = new Set<string>();
     (spec.rules ?? []).forEach((r, i) => {
-      if (ruleNames.has(r.name)) problems.push({ file, path: `rules[${i}].name`, message: `rule name "${r.name}" is used twice in this policy` });
+      // Explanations and fixtures' firedRules name rules: two of one name could not be told apart.
+      if (builtIn.has(r.name)) problems.push({ file, path: `rules[${i}].name`, message: `rule name "${r.name}" is a built-in rule's (${BUILT_IN_RULE_NAMES.join(', ')}); choose another` });
+      else if (ruleNames.has(r.name)) problems.push({ file, path: `rules[${i}].name`, message: `rule name "${r.name}" is used twice in this policy` });
       ruleNames.add(r.name);
     });
     try {

@@ -58,9 +58,12 @@ export interface CompiledPolicy {
 
 export const DEFAULT_THROTTLE_RETRY_SECONDS = 60;
 
+/** The names of the rules the policy shorthands build: a rule under rules: may not take one (catalog.ts). */
+export const BUILT_IN_RULE_NAMES = ['require-roles', 'require-recent-human-signal', 'caller-velocity-limit', 'service-velocity-limit', 'score-deny', 'score-step-up'] as const;
+
 function builtInRules(spec: PolicySpec, stepUpChallenge: ChallengeType, thresholds: Thresholds): CompiledRule[] {
   const rules: CompiledRule[] = [];
-  const add = (name: string, decision: Decision, reason: string, when: ConditionSpec, extra: Partial<CompiledRule> = {}) =>
+  const add = (name: (typeof BUILT_IN_RULE_NAMES)[number], decision: Decision, reason: string, when: ConditionSpec, extra: Partial<CompiledRule> = {}) =>
     rules.push({ name, decision, reason, builtIn: true, conditions: toTopLevel(when), check: directCheck(when), ...extra });
 
   if (spec.requireRoles) {

@@ -96,3 +96,53 @@ export function factTypeProblem(fact: string, operatorName: string, value: unkno
   }
   return literalProblem(label, type, value, negative);
 }
+
+// Signals are held to the same types: a transform reads one kind of value (src/risk/signals.ts),
+// and a fact of another kind leaves the signal at its `missing` value on every request; a `flag`'s
+// `equals` or a `map`'s key that the fact can never be never fires. `clamp` also counts a boolean.
+const TRANSFORM_READS: Record<string, { kinds: readonly FactType['kind'][]; what: string }> = {
+  flag: { kinds: ['string', 'number', 'boolean'], what: 'a single value' },
+  clamp: { kinds: ['number', 'boolean'], what: 'a number (or true or false)' },
+  inverse: { kinds: ['number'], what: 'a number' },
+  ramp: { kinds: ['number'], what: 'a number' },
+  between: { kinds: ['number'], what: 'a number' },
+  nonEmpty: { kinds: ['list'], what: 'a list' },
+  map: { kinds: ['string'], what: 'a string' },
+};
+// What reads a fact of each kind.
+const TRANSFORMS_FOR: Record<FactType['kind'], string> = {
+  list: 'nonEmpty',
+  string: 'map, or flag with equals',
+  number: 'clamp, inverse, ramp or between',
+  boolean: 'flag',
+};
+
+export interface SignalTypeProblem {
+  /** The key of the signal at fault: transform, equals or values.<key>. */
+  at: string;
+  message: string;
+}
+
+/** The problems of a signal `{ fact, transform, equals, values }` with its fact's type (none for a fact of unknown type). */
+export function signalTypeProblems(spec: { fact: string; transform: string; equals?: unknown; values?: object; missing?: number }): SignalTypeProblem[] {
+  const type = factType(spec.fact);
+  const reads = Object.hasOwn(TRANSFORM_READS, spec.transform) ? TRANSFORM_READS[spec.transform] : undefined;
+  if (!type || !reads) return [];
+  if (!reads.kinds.includes(type.kind)) {
+    return [{ at: 'transform', message: `${spec.transform} reads ${reads.what}, and ${spec.fact} is ${kindName(type)}: the signal would always be its missing value (${spec.missing ?? 0}); use ${TRANSFORMS_FOR[type.kind]}` }];
+  }
+  if (spec.transform === 'flag') {
+    if (spec.equals === undefined) {
+      return type.kind === 'boolean' ? [] : [{ at: 'transform', message: `flag without equals compares ${spec.fact} with true, and it is ${kindName(type)}, never true: it can never fire; write equals${type.kind === 'number' ? ', or use between or ramp for a range' : ''}` }];
+    }
+    const problem = literalProblem(spec.fact, type, spec.equals, false);
+    return problem ? [{ at: 'equals', message: problem.message }] : [];
+  }
+  if (spec.transform === 'map' && typeof spec.values === 'object' && spec.values !== null && !Array.isArray(spec.values)) {
+    return Object.keys(spec.values).flatMap((key) => {
+      const problem = literalProblem(spec.fact, type, key, false);
+      return problem ? [{ at: `values.${key}`, message: problem.message }] : [];
+    });
+  }
+  return [];
+}

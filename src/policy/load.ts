@@ -1,12 +1,12 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import yaml from 'js-yaml';
 import { check, yup } from '../validate/kit.js';
 import { locator, splitPath } from './locate.js';
 import { didYouMean } from '../lib/suggest.js';
 import type { ConfigProblem } from './problems.js';
 import { operationSchema, policySchema, signalsFileSchema, type OperationSpec, type PolicySpec, type SignalSpec } from './schema.js';
+import { readYamlFile } from './yamlText.js';
 
 export interface Sourced<T> {
   file: string;
@@ -27,18 +27,24 @@ export interface LoadedConfig {
    * not exist) still run on them: validate lists every problem, not those of valid files only.
    */
   rejected: { operations: Sourced<Record<string, unknown>>[]; policies: Sourced<Record<string, unknown>>[] };
-  /** A hash of every file's name and text as read (configDigest's), to tell whether they changed since. */
+  /** A hash of every file's name and bytes as read (configDigest's), to tell whether they changed since. */
   digest: string;
 }
 
 export const SIGNALS_FILE = 'signals.yaml';
-const isYaml = (f: string) => /\.ya?ml$/.test(f);
-export const isFixtureFile = (f: string) => /\.fixtures\.ya?ml$/.test(f);
+/**
+ * A hidden name is never configuration: an editor's lock file (Emacs's dangling `.#payments.yaml`
+ * symlink) or a macOS `._payments.yaml` would otherwise stop start-up and every reload.
+ */
+const isHidden = (f: string) => f.startsWith('.');
+/** A YAML file that is neither hidden nor a fixture file: one the server loads (and a change to it reloads). */
+export const isConfigFile = (f: string) => /\.ya?ml$/.test(f) && !isHidden(f) && !isFixtureFile(f);
+export const isFixtureFile = (f: string) => /\.fixtures\.ya?ml$/.test(f) && !isHidden(f);
 
 /** A folder's configuration files (its YAML files but fixtures), in the order they load, from its names. */
 const configFilesOf = (dir: string, names: string[]): string[] =>
   names
-    .filter((f) => isYaml(f) && !isFixtureFile(f))
+    .filter(isConfigFile)
     .sort()
     .map((f) => path.join(dir, f));
 
@@ -46,20 +52,10 @@ const listYaml = (dir: string): string[] => (fs.existsSync(dir) ? configFilesOf(
 
 type Rejected = Sourced<Record<string, unknown>>[];
 
-/** A file's part of the digest: its name and its text, or the error that kept it from being read. */
-function digestText(file: string, text: string | Error, digest: crypto.Hash): string | Error {
-  digest.update(`${file}\0${typeof text === 'string' ? `${text.length}\0${text}` : `!${(text as NodeJS.ErrnoException).code}`}\0`);
-  return text;
-}
-
-function readText(file: string, digest: crypto.Hash): string | Error {
-  let text: string | Error;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    text = err as Error;
-  }
-  return digestText(file, text, digest);
+/** A file's part of the digest: its name and its bytes, or the error that kept it from being read. */
+function digestBytes(file: string, bytes: Buffer | Error, digest: crypto.Hash): void {
+  if (bytes instanceof Buffer) digest.update(`${file}\0${bytes.length}\0`).update(bytes).update('\0');
+  else digest.update(`${file}\0!${(bytes as NodeJS.ErrnoException).code}\0`);
 }
 
 /**
@@ -71,33 +67,8 @@ export async function configDigest(dir: string): Promise<string> {
   // The files loadConfigDir reads, in its order.
   const list = async (sub: string) => configFilesOf(path.join(dir, sub), await fs.promises.readdir(path.join(dir, sub)).catch(() => []));
   const digest = crypto.createHash('sha256');
-  for (const file of [...(await list('operations')), ...(await list('rules'))]) digestText(file, await fs.promises.readFile(file, 'utf8').catch((err: Error) => err), digest);
+  for (const file of [...(await list('operations')), ...(await list('rules'))]) digestBytes(file, await fs.promises.readFile(file).catch((err: Error) => err), digest);
   return digest.digest('hex');
-}
-
-/**
- * A YAML file's document, a mapping, or undefined once its problem is listed: a syntax error, no
- * document at all (an empty or comment-only file loads as undefined, which a schema whose fields
- * are all optional would accept as a file that declares nothing), or a list or a scalar.
- */
-export function parseDocument(text: string, rel: string, problems: ConfigProblem[]): Record<string, unknown> | undefined {
-  let doc: unknown;
-  try {
-    doc = yaml.load(text, { filename: rel });
-  } catch (err) {
-    const e = err as yaml.YAMLException;
-    problems.push({ file: rel, path: '', line: e.mark ? e.mark.line + 1 : undefined, message: e.reason ?? String(err) });
-    return undefined;
-  }
-  if (doc === undefined || doc === null) {
-    problems.push({ file: rel, path: '', message: 'the file is empty' });
-    return undefined;
-  }
-  if (typeof doc !== 'object' || Array.isArray(doc)) {
-    problems.push({ file: rel, path: '', message: `the file must be a mapping of fields (key: value), not ${Array.isArray(doc) ? 'a list' : `a ${typeof doc}`}` });
-    return undefined;
-  }
-  return doc as Record<string, unknown>;
 }
 
 function parse<T>(
@@ -109,15 +80,21 @@ function parse<T>(
   digest: crypto.Hash,
   rejected?: Rejected,
 ): T | undefined {
-  const text = readText(file, digest);
-  if (typeof text !== 'string') {
-    problems.push({ file: rel, path: '', message: String(text) });
+  const read = readYamlFile(file, rel, (bytes) => digestBytes(file, bytes, digest));
+  if (read.text !== undefined) texts.set(rel, read.text);
+  if ('problem' in read) {
+    problems.push(read.problem);
     return undefined;
   }
-  texts.set(rel, text);
-  const doc = parseDocument(text, rel, problems);
-  if (doc === undefined) return undefined;
-  const result = check<T>(schema, doc);
+  const { doc } = read;
+  let result: ReturnType<typeof check<T>>;
+  try {
+    result = check<T>(schema, doc);
+  } catch (err) {
+    // Not expected once readYamlFile has refused cycles and fan-outs; still this file's problem, not a crash without a file.
+    problems.push({ file: rel, path: '', message: `cannot be checked: ${(err as Error).message}` });
+    return undefined;
+  }
   if (result.ok) return result.value;
   for (const d of result.details) {
     const path = d.path === '(root)' ? '' : d.path;
@@ -163,6 +140,21 @@ export function loadConfigDir(dir: string): LoadedConfig {
     problems.push({ file: rel(path.join(rulesDir, SIGNALS_FILE)), path: '', message: 'file not found: risk signals are declared here' });
   }
   return { dir, operations, signals, policies, problems, texts, rejected, digest: digest.digest('hex') };
+}
+
+/**
+ * loadConfigDir(dir), with an error it throws (a folder that cannot be listed) as the load's one
+ * problem (after `prefix`), for a caller that reports problems rather than errors: `validate --json`
+ * prints its JSON whatever went wrong, and a hot reload is refused through ConfigHolder.reload,
+ * whose problems /readyz shows. `digest` stands for the files such a load could not read.
+ */
+export function loadConfigDirOrProblem(dir: string, { prefix = '', digest = '' } = {}): LoadedConfig {
+  try {
+    return loadConfigDir(dir);
+  } catch (err) {
+    const problems = [{ file: dir, path: '', message: `${prefix}${(err as Error).message}` }];
+    return { dir, operations: [], signals: undefined, policies: [], problems, texts: new Map(), rejected: { operations: [], policies: [] }, digest };
+  }
 }
 
 /**

@@ -3,9 +3,10 @@ import { REASON_CODE_PATTERN } from '../reasons/catalog.js';
 import { aiConfigSchema } from '../ai/settings.js';
 import { ENVIRONMENT_NAME, ENVIRONMENT_NAME_RULE } from '../config/environmentName.js';
 import { factPathProblem, RULE_ONLY_ROOTS } from '../facts/paths.js';
+import { MAX_OPERATION_KEY_LENGTH } from '../validate/characters.js';
 import { mapOf, strictObject, yup } from '../validate/kit.js';
 import { factPathsOf } from './conditions.js';
-import { factTypeProblem } from './factTypes.js';
+import { factTypeProblem, signalTypeProblems } from './factTypes.js';
 import { isFactReference, parseOperator, valueProblem } from './operators.js';
 
 export { OPERATORS } from './operators.js';
@@ -47,7 +48,12 @@ const thresholdValue = yup.number().min(0, '${path} must be between 0 and 100').
 export const aiSchema = aiConfigSchema.default(undefined);
 
 export const operationSchema = strictObject({
-  key: yup.string().required().matches(KEY, '${path} must look like resource.action (lowercase, dotted)'),
+  key: yup
+    .string()
+    .required()
+    .matches(KEY, '${path} must look like resource.action (lowercase, dotted)')
+    // Longer, no evaluate request could name it.
+    .max(MAX_OPERATION_KEY_LENGTH, `\${path} must be at most ${MAX_OPERATION_KEY_LENGTH} characters, the longest operationKey a request may send`),
   displayName: yup.string().required().min(1).max(200),
   description: yup.string().max(2000),
   actionType: yup.string().required().oneOf(ACTION_TYPES),
@@ -59,21 +65,51 @@ export const operationSchema = strictObject({
   ai: aiSchema,
 });
 
+/**
+ * A signal field that only some transforms read: on another it would do nothing, so that a
+ * `range` on a flag (meant as between) silently never narrows it. Refused, not ignored.
+ */
+const onlyForTransforms = (...transforms: string[]) => ({
+  name: 'only-for-transform',
+  skipAbsent: true,
+  test(this: yup.TestContext, v: unknown) {
+    const transform = (this.parent as { transform?: string } | undefined)?.transform;
+    if (v === undefined || !(TRANSFORMS as readonly string[]).includes(transform!) || transforms.includes(transform!)) return true;
+    const path = this.path;
+    return this.createError({ message: () => `${path} is only for transform${transforms.length > 1 ? 's' : ''} ${transforms.join(' and ')}; this signal's transform is ${transform}` });
+  },
+});
+
 const signalSchema = strictObject({
   description: yup.string().max(500),
   fact: signalFact,
   transform: yup.string().required().oneOf(TRANSFORMS),
-  equals: yup.mixed().test('scalar', '${path} must be a string, number or boolean', (v) => v === undefined || ['string', 'number', 'boolean'].includes(typeof v)),
+  equals: yup
+    .mixed()
+    .test('scalar', '${path} must be a string, number or boolean', (v) => v === undefined || ['string', 'number', 'boolean'].includes(typeof v))
+    .test(onlyForTransforms('flag')),
   range: yup
     .array(yup.number().required())
     .length(2, '${path} must be [from, to]')
-    .when('transform', { is: (t: string) => t === 'ramp' || t === 'between', then: (s) => s.required('${path} is required for this transform') }),
-  values: mapOf(() => yup.number().required().min(0).max(1)).when('transform', { is: 'map', then: (s) => s.required('${path} is required for transform map') }),
+    .when('transform', { is: (t: string) => t === 'ramp' || t === 'between', then: (s) => s.required('${path} is required for this transform') })
+    .test(onlyForTransforms('ramp', 'between')),
+  values: mapOf(() => yup.number().required().min(0).max(1))
+    .when('transform', { is: 'map', then: (s) => s.required('${path} is required for transform map') })
+    .test(onlyForTransforms('map')),
   missing: yup.number().min(0).max(1),
   weight: yup.number().required().min(0).max(100),
   reason: reasonCode,
   reasonAt: yup.number().min(0).max(1),
-});
+})
+  // A transform that cannot read its fact's type, or an `equals` or `values` key the fact can never be (factTypes.ts).
+  .test('fits-fact-type', 'fact type', function fits(spec) {
+    if (!spec || typeof spec.fact !== 'string' || !(TRANSFORMS as readonly string[]).includes(spec.transform)) return true;
+    const errors = signalTypeProblems(spec as Parameters<typeof signalTypeProblems>[0]).map(({ at, message }) => {
+      const path = this.path ? `${this.path}.${at}` : at;
+      return this.createError({ path, message: () => `${path} ${message}` });
+    });
+    return errors.length ? new yup.ValidationError(errors) : true;
+  });
 
 export const signalsFileSchema = strictObject({
   signals: mapOf(() => signalSchema, /^[a-z][a-z0-9_]{0,63}$/, 'is not a valid signal name (snake_case)').required(),

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../http/logger.js';
 import type { ConfigHolder } from './holder.js';
-import { configDigest, isFixtureFile, loadConfigDir, type LoadedConfig } from './load.js';
+import { configDigest, isConfigFile, loadConfigDirOrProblem, type LoadedConfig } from './load.js';
 import type { ConfigProblem } from './problems.js';
 
 export interface ReloadOutcome {
@@ -94,7 +94,8 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
       const now = await configDigest(options.dir);
       if (now === seen) {
         // Read again to compile: the same files, unless a write came in between (then wait again).
-        const loaded = loadConfigDir(options.dir);
+        // A load that throws is refused as the reload's one problem, not a failure beside it.
+        const loaded = loadConfigDirOrProblem(options.dir, { prefix: 'reload failed: ', digest: now });
         if (loaded.digest === now) return loaded;
         seen = loaded.digest;
       } else seen = now;
@@ -203,7 +204,8 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     if (closed) return;
     // An event naming the watched folder itself: it was moved or deleted, and this watch with it.
     if (name && FOLDERS.includes(name)) return check('folder event', true);
-    if (name && (!/\.ya?ml$/.test(name) || isFixtureFile(name))) return;
+    // Fixtures, hidden files (an editor's lock file) and other names are not loaded: no reload.
+    if (name && !isConfigFile(name)) return;
     schedule();
   }
   function onDirEvent(_event: string, filename: string | Buffer | null) {

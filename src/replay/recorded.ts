@@ -40,10 +40,6 @@ export type Recovered = { ok: true; tx: RecordedTransaction } | { ok: false; rea
 
 export const SKIP_INGESTED = 'ingested: recorded with normalizedSignals only, not the inputs a policy reads';
 export const SKIP_NO_FACTS = 'recorded without normalized inputs (explanation.facts)';
-export const SKIP_UNKNOWN_OPERATION = 'operation not configured in the working tree';
-export const SKIP_FAILED = 'could not be re-decided';
-/** After SKIP_FAILED: the row's own text is not repeated, since it may hold request data. */
-export const SKIP_UNREADABLE = 'the stored row could not be read';
 
 /** Reads an event back into a transaction, or says why it cannot be re-decided. */
 export function recover(event: Pick<DecisionEvent, 'source' | 'environment' | 'createdAt' | 'score' | 'riskBand' | 'reasons' | 'explanation' | 'requestSummary'>): Recovered {

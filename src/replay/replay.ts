@@ -3,8 +3,9 @@ import type { Decision } from '../api/types.js';
 import { DEFAULT_CHALLENGE_TTL_MS } from '../evaluate/offline.js';
 import type { Catalog } from '../policy/catalog.js';
 import { fromRow, type EventRow, type StoredEvent } from '../store/eventStore.js';
+import { unconfigured, UNREADABLE_ROW, type Answer } from './noDecision.js';
 import { changedParts, OUTCOME_PARTS, recordedParts, replayedParts, type OutcomePart } from './outcome.js';
-import { SKIP_FAILED, SKIP_UNREADABLE } from './recorded.js';
+import { SKIP_INGESTED } from './recorded.js';
 import { Replayer, type Again } from './replayer.js';
 
 export interface ReplayOptions {
@@ -23,11 +24,13 @@ export interface ReplayOptions {
   challengeTtlMs?: number;
 }
 
+/** A changed answer: `to` is a decision, or none (noDecision.ts), and then `detail` says why. */
 export interface Transition {
   from: Decision;
-  to: Decision;
+  to: Answer;
   count: number;
   samples: string[];
+  detail?: string;
 }
 
 /** One part of the answer other than the decision, changed from one value to another. */
@@ -42,11 +45,16 @@ export interface OutcomeChange {
 export interface ReplayReport {
   configurationVersionId: string;
   examined: number;
+  /** Every examined event but the skipped: re-decided, or answered with no decision (a change). */
   replayed: number;
   changed: number;
   unchanged: number;
+  /** Events with nothing to compare (ingested, or recorded without the inputs a policy reads): not changes. */
   skipped: { reason: string; count: number; samples: string[] }[];
-  /** Changed decisions only, most frequent first. */
+  /**
+   * Changed answers only, most frequent first: decision to decision, or to no decision
+   * (unknown_operation, not_redecided) with its detail.
+   */
   transitions: Transition[];
   /**
    * Replayed events whose decision stays but whose answer otherwise changes: the challenge type,
@@ -64,7 +72,7 @@ export interface ReplayReport {
    * of them changed decision (samples: those).
    */
   retriesNowChecked: { count: number; changed: number; samples: string[] };
-  /** from → to → count over every replayed event (the diagonal is the unchanged ones). */
+  /** from → to (a decision or no decision) → count over every replayed event (the diagonal is the unchanged ones). */
   matrix: Record<string, Record<string, number>>;
   /** Replayed events that were monitored when recorded, and that the working tree would monitor. */
   monitored: { recorded: number; replayed: number };
@@ -105,7 +113,10 @@ async function* pagesOf(knex: Knex, where: Selection, pageSize: number, limit = 
  * million events take a page's worth of memory. Each event goes through the server's Evaluator
  * offline (recorded.ts) with the advisory assessment it met, TPS's velocity count (the recorded one
  * while it fits the working tree's window, else rebuilt from the events: velocity.ts), and the
- * challenges the replay's own evaluations issued, so a retry is answered as it would be live.
+ * challenges the replay's own evaluations issued, so a retry is answered as it would be live. An
+ * event of an operation the working tree does not configure for its environment changes to
+ * unknown_operation (the live 422), and one that cannot be decided again to not_redecided; only
+ * events with nothing to compare (ingested, no recorded inputs) are skipped.
  */
 export async function replay(knex: Knex, catalog: Catalog, options: ReplayOptions = {}, progress?: (examined: number) => void): Promise<ReplayReport> {
   const pageSize = options.pageSize ?? 500;
@@ -135,6 +146,18 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
     s.count++;
     sample(s.samples, telemetryId);
   };
+  const answered = (from: Decision, to: Answer, telemetryId: string, detail?: string) => {
+    report.replayed++;
+    const row = (report.matrix[from] ??= {});
+    row[to] = (row[to] ?? 0) + 1;
+    if (from === to) return;
+    report.changed++;
+    const key = `${from}\u0000${to}\u0000${detail ?? ''}`;
+    let t = transitions.get(key);
+    if (!t) transitions.set(key, (t = { from, to, count: 0, samples: [], ...(detail === undefined ? {} : { detail }) }));
+    t.count++;
+    sample(t.samples, telemetryId);
+  };
   const where: Selection = { since: options.since, until: options.until, operation: options.operation, environment: options.environment };
   const replayer = new Replayer(knex, catalog, options.challengeTtlMs ?? DEFAULT_CHALLENGE_TTL_MS);
 
@@ -148,7 +171,7 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
         try {
           await replayer.again(fromRow(row));
         } catch {
-          // Before --since, nothing is reported; in range, such an event is a skip.
+          // Before --since, nothing is reported; in range, such an event is not_redecided.
         }
       }
     }
@@ -161,45 +184,45 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
       report.lastSeq = seq;
       report.examined++;
       let event: StoredEvent;
-      let again: Again;
-      // An unreadable row or a malformed record must not stop a replay of a million: it is reported like any skip.
+      let again: Again | { failed: string };
+      // An unreadable row or a failed re-decision must not stop a replay of a million. Its answer is
+      // unknown, so it is a change (not_redecided), not a skip: a gate cannot call it unchanged.
       try {
         event = fromRow(row);
       } catch {
-        skip(`${SKIP_FAILED}: ${SKIP_UNREADABLE}`, row.telemetry_id);
+        if (row.source === 'ingest') skip(SKIP_INGESTED, row.telemetry_id);
+        else answered(row.decision as Decision, 'not_redecided', row.telemetry_id, UNREADABLE_ROW);
         continue;
       }
       try {
         again = await replayer.again(event);
       } catch (err) {
-        skip(`${SKIP_FAILED}: ${(err as Error).message}`, event.telemetryId);
-        continue;
+        again = { failed: err instanceof Error ? err.message : String(err) };
       }
       if ('skip' in again) {
         skip(again.skip, event.telemetryId);
         continue;
       }
-      const { response, event: replayed } = again.evaluation;
-      report.replayed++;
-      if (again.rebuilt) report.rebuiltCounts++;
       if (event.monitored) report.monitored.recorded++;
+      if ('failed' in again) {
+        answered(event.decision, 'not_redecided', event.telemetryId, again.failed);
+        continue;
+      }
+      if ('unconfigured' in again) {
+        answered(event.decision, 'unknown_operation', event.telemetryId, unconfigured(event.operationKey, event.environment));
+        continue;
+      }
+      const { response, event: replayed } = again.evaluation;
+      if (again.rebuilt) report.rebuiltCounts++;
       if (replayed.monitored) report.monitored.replayed++;
       const from = event.decision;
-      const to = response.decision;
-      const row_ = (report.matrix[from] ??= {});
-      row_[to] = (row_[to] ?? 0) + 1;
+      answered(from, response.decision, event.telemetryId);
       if (again.retryNowChecked) report.retriesNowChecked.count++;
-      if (from !== to) {
-        report.changed++;
+      if (from !== response.decision) {
         if (again.retryNowChecked) {
           report.retriesNowChecked.changed++;
           sample(report.retriesNowChecked.samples, event.telemetryId);
         }
-        const key = `${from}\u0000${to}`;
-        let t = transitions.get(key);
-        if (!t) transitions.set(key, (t = { from, to, count: 0, samples: [] }));
-        t.count++;
-        sample(t.samples, event.telemetryId);
         continue;
       }
       report.unchanged++;
@@ -217,7 +240,7 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
     }
     progress?.(report.examined);
   }
-  report.transitions = [...transitions.values()].sort((a, b) => b.count - a.count || a.from.localeCompare(b.from) || a.to.localeCompare(b.to));
+  report.transitions = [...transitions.values()].sort((a, b) => b.count - a.count || a.from.localeCompare(b.from) || a.to.localeCompare(b.to) || (a.detail ?? '').localeCompare(b.detail ?? ''));
   const order = (p: OutcomePart) => OUTCOME_PARTS.indexOf(p);
   report.outcomeChanges = [...outcomeChanges.values()].sort((a, b) => b.count - a.count || order(a.part) - order(b.part) || a.from.localeCompare(b.from) || a.to.localeCompare(b.to));
   report.skipped = [...skipped.values()].sort((a, b) => b.count - a.count);

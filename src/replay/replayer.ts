@@ -3,7 +3,7 @@ import type { Evaluation } from '../evaluate/evaluator.js';
 import type { Catalog } from '../policy/catalog.js';
 import { MemoryChallengeStore, type ChallengeStore } from '../state/challenges.js';
 import type { StoredEvent } from '../store/eventStore.js';
-import { isConfigured, recover, redecide, SKIP_UNKNOWN_OPERATION } from './recorded.js';
+import { isConfigured, recover, redecide } from './recorded.js';
 import { ReplayVelocity } from './velocity.js';
 
 // A retry is answered by the challenge that its challenged evaluation, decided again earlier in the
@@ -14,10 +14,13 @@ import { ReplayVelocity } from './velocity.js';
 // which a retry does not ask for), and report changes where the policy is the same.
 
 /**
+ * `skip`: nothing a policy reads was recorded (ingested, no facts), so there is nothing to compare.
+ * `unconfigured`: the working tree does not configure the operation in the event's environment, so
+ * live it answers 422 unknown_operation: a change, not a skip.
  * `retryNowChecked`: a satisfied retry recorded without a velocity count (before retries were held
  * to the window, or under a policy without one) that the working tree held to its window.
  */
-export type Again = { skip: string } | { evaluation: Evaluation; rebuilt: boolean; retryNowChecked: boolean };
+export type Again = { skip: string } | { unconfigured: true } | { evaluation: Evaluation; rebuilt: boolean; retryNowChecked: boolean };
 
 /** What the replay shares between its evaluations, as live ones share the server's counters and challenges. */
 export class Replayer {
@@ -38,7 +41,7 @@ export class Replayer {
     if (!recovered.ok || !isConfigured(this.catalog, recovered.tx)) {
       // Not re-decided, yet the live counter counted the attempt.
       await this.velocity.feed(event);
-      return { skip: recovered.ok ? SKIP_UNKNOWN_OPERATION : recovered.reason };
+      return recovered.ok ? { unconfigured: true } : { skip: recovered.reason };
     }
     const { tx } = recovered;
     const counters = this.velocity.counterFor(event, tx.serviceCount);

@@ -1,3 +1,4 @@
+import yaml from 'js-yaml';
 import { Document, isCollection, isMap, isPair, isScalar, visit } from 'yaml';
 import type { DecisionEvent } from '../api/types.js';
 import type { CaseSpec, Expectation, StepSpec } from '../fixtures/format.js';
@@ -57,12 +58,30 @@ export function eventToFixtureCase(event: DecisionEvent, catalog: Catalog, name?
   return c;
 }
 
+/**
+ * Whether a string, written plain, would be read back as something else. The `yaml` package writes
+ * YAML 1.2, which has no timestamps and no 0b101, so it leaves `2025-01-31` unquoted, and js-yaml's
+ * default schema (what other tools reading the fixture may use) reads it as a Date; `<<` would be a
+ * merge key. Asked of js-yaml's widest schema, so the case reads back the same wherever it is read.
+ */
+function readsAsAnotherType(s: string): boolean {
+  if (s === '<<') return true;
+  try {
+    return yaml.load(s, { schema: yaml.DEFAULT_SCHEMA }) !== s;
+  } catch {
+    return true;
+  }
+}
+
 /** The case as YAML, one list item, to paste under `cases:` of rules/<policy>.fixtures.yaml. */
 export function fixtureCaseYaml(c: CaseSpec, comment?: string): string {
   const doc = new Document([c]);
   // Lists and maps of plain values go on one line ({ id: u1, roles: [a, b] }), as hand-written
   // fixtures do; anything with nested collections stays in block style.
   visit(doc, {
+    Scalar(_, node) {
+      if (typeof node.value === 'string' && readsAsAnotherType(node.value)) node.type = 'QUOTE_DOUBLE';
+    },
     Collection(_, node) {
       const items = isMap(node) ? node.items.map((p) => (isPair(p) ? p.value : p)) : node.items;
       if (items.every((i) => isScalar(i) || (isCollection(i) && i.flow))) node.flow = true;

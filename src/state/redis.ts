@@ -1,13 +1,48 @@
+import crypto from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { ChallengeChanges, ChallengeStore, StoredChallenge } from './challenges.js';
 import { msUntilBelow, slidingCount, type QuotaCounter, type VelocityCounter } from './counters.js';
 import { stateUnavailable } from '../api/errors.js';
+import type { Logger } from '../http/logger.js';
+import { reportOutages } from './outages.js';
+import { REDIS_TIMEOUT_MS } from './timeout.js';
 
 // Shared state for several TPS instances (REDIS_URL). Every key sits under one prefix (TPS_REDIS_PREFIX)
 // so tests and deployments can share a Redis without touching each other's keys.
 
-export function connectRedis(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+export interface ConnectOptions {
+  /** How long a command (or connecting) may take: a Redis that does not answer is an outage like one that refuses. */
+  timeoutMs?: number;
+  /** Where the connection's outages are logged (once each); without one they are not. */
+  logger?: Logger;
+}
+
+export function connectRedis(url: string, { timeoutMs = REDIS_TIMEOUT_MS, logger }: ConnectOptions = {}): Redis {
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 2,
+    enableOfflineQueue: true,
+    lazyConnect: false,
+    // A Redis that is reachable but silent (paused, partitioned, behind a proxy that holds the
+    // socket) never breaks the connection, so only a timeout ends the wait: every command, the
+    // queued ones too, fails then, and the request answers 503 state_unavailable.
+    commandTimeout: timeoutMs,
+    connectTimeout: timeoutMs,
+    // A command whose connection broke before its reply may have run: sent again on the next
+    // connection it could run twice (a count counted twice, a challenge found used by its own
+    // consume). It fails instead (its timeout), and the request answers 503.
+    autoResendUnfulfilledCommands: false,
+  });
+  reportOutages(redis, url, logger);
+  return redis;
+}
+
+/** Whether the connection answers a PING within its command timeout: readiness. A connection not (yet) ready does not. */
+export async function redisAnswers(redis: Redis): Promise<boolean> {
+  if (redis.status !== 'ready') return false;
+  return redis.ping().then(
+    () => true,
+    () => false,
+  );
 }
 
 const unavailable = (err: unknown): never => {
@@ -93,7 +128,11 @@ export class RedisVelocityCounter implements VelocityCounter, QuotaCounter {
 // pointer goes only while it still names this challenge: a newer challenge of the same transaction
 // stays reachable by fingerprint, as in MemoryChallengeStore. The transaction's put-back (WITHDRAW)
 // goes too while it names this challenge: it names only a challenge still live.
-// KEYS: the challenge, the transaction's pointer, its last put-back; ARGV: environment, fingerprint, challenge id.
+// The challenge is moved, not deleted, to a used key that holds it with this use's own token for
+// what was left of its life: a use whose reply is lost or late can then be undone (RESTORE). The
+// used key simply expires; nothing else reads it.
+// KEYS: the challenge, the transaction's pointer, its last put-back, the used key; ARGV: environment,
+// fingerprint, challenge id, this use's token.
 // (Every script names each key it touches in KEYS, as Redis's rules for scripts and proxies that
 // route by key require. Redis Cluster is not supported: a script's keys (`ch:<id>`, `chfp:…`,
 // `putback:…`) fall in different hash slots, which Cluster refuses in one script.)
@@ -102,10 +141,33 @@ local raw = redis.call('GET', KEYS[1])
 if not raw then return false end
 local c = cjson.decode(raw)
 if c.environment ~= ARGV[1] or c.fingerprint ~= ARGV[2] then return false end
+local left = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
+if left > 0 then
+  redis.call('HSET', KEYS[4], 'use', ARGV[4], 'challenge', raw)
+  redis.call('PEXPIRE', KEYS[4], left)
+end
 if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 return raw`;
+
+// Undoes a CONSUME whose outcome its caller never learnt (its reply lost, or late past the
+// timeout), if that very use ran: the used key holds its token. It is put back as revert puts back
+// a consumed challenge (the pointer only if absent, the put-back key set), for what is left of its
+// life. A used key that holds another use's token (a later retry's, after a put-back), or none, is
+// left alone: only the use that took the challenge can return it, so it is never returned twice.
+// KEYS: the challenge, the transaction's pointer, its last put-back, the used key; ARGV: the
+// challenge id, the use's token.
+const RESTORE = `
+if redis.call('HGET', KEYS[4], 'use') ~= ARGV[2] then return 0 end
+local left = redis.call('PTTL', KEYS[4])
+local raw = redis.call('HGET', KEYS[4], 'challenge')
+redis.call('DEL', KEYS[4])
+if left < 1 then return 0 end
+redis.call('SET', KEYS[1], raw, 'PX', left)
+redis.call('SET', KEYS[2], ARGV[1], 'PX', left, 'NX')
+redis.call('SET', KEYS[3], ARGV[1], 'PX', left)
+return 1`;
 
 // Withdraws a challenge its caller never saw (ChallengeStore.revert). The transaction's pointer, only
 // while it names it (as in CONSUME), goes back to the challenge last put back while that lives, for
@@ -130,6 +192,7 @@ export class RedisChallengeStore implements ChallengeStore {
   private idKey = (id: string) => `${this.prefix}ch:${id}`;
   private fpKey = (env: string, fp: string) => `${this.prefix}chfp:${env}:${fp}`;
   private backKey = (env: string, fp: string) => `${this.prefix}putback:${env}:${fp}`;
+  private usedKey = (id: string) => `${this.prefix}chused:${id}`;
 
   async issue(c: StoredChallenge, nowMs: number): Promise<void> {
     const ttl = Math.max(1, c.expiresAt - nowMs);
@@ -140,7 +203,20 @@ export class RedisChallengeStore implements ChallengeStore {
     const fpKey = this.fpKey(environment, fingerprint);
     const chosen = id ?? (await this.redis.get(fpKey).catch(unavailable));
     if (!chosen) return undefined;
-    const raw = (await this.redis.eval(CONSUME, 3, this.idKey(chosen), fpKey, this.backKey(environment, fingerprint), environment, fingerprint, chosen).catch(unavailable)) as string | null;
+    const keys = [this.idKey(chosen), fpKey, this.backKey(environment, fingerprint), this.usedKey(chosen)];
+    const use = crypto.randomUUID();
+    let raw: string | null;
+    try {
+      raw = (await this.redis.eval(CONSUME, 4, ...keys, environment, fingerprint, chosen, use)) as string | null;
+    } catch (err) {
+      // Redis may have run it (a reply lost with its connection, or late past the timeout): undone
+      // if so, before the 503 is answered, so that the retry it asks for finds the challenge. On a
+      // connection that is silent this waits behind the use, on the same connection, and runs when
+      // Redis answers again. Should it fail too, the challenge may stay used: the retry is then
+      // challenged afresh, never allowed twice.
+      await this.redis.eval(RESTORE, 4, ...keys, chosen, use).catch(() => undefined);
+      return unavailable(err);
+    }
     if (!raw) return undefined;
     const c = JSON.parse(raw) as StoredChallenge;
     return c.expiresAt > nowMs ? c : undefined;
@@ -160,7 +236,8 @@ export class RedisChallengeStore implements ChallengeStore {
     }
     if (consumed && left >= 1) {
       const [env, fp] = [consumed.environment, consumed.fingerprint];
-      tx.set(this.idKey(consumed.id), JSON.stringify(consumed), 'PX', left).set(this.fpKey(env, fp), consumed.id, 'PX', left, 'NX').set(this.backKey(env, fp), consumed.id, 'PX', left);
+      // Back, it is no longer used: its used key (CONSUME) goes with the put-back.
+      tx.set(this.idKey(consumed.id), JSON.stringify(consumed), 'PX', left).set(this.fpKey(env, fp), consumed.id, 'PX', left, 'NX').set(this.backKey(env, fp), consumed.id, 'PX', left).del(this.usedKey(consumed.id));
     }
     for (const [err] of (await tx.exec()) ?? []) if (err) throw err;
   }

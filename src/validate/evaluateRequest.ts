@@ -7,6 +7,8 @@ import { MAX_CLOCK_SKEW_MS, parseInstant } from './timestamp.js';
 // caller from parking whole records in fields meant for ids (SPEC 1, last point).
 const names = () => yup.array(id(128).required()).max(200);
 const count = () => yup.number().integer().min(0);
+/** A rawSignals key: the caller's own signal name. */
+export const RAW_SIGNAL_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 /** The clock a request is validated against (a fixture's `at`); default now. */
 export interface ValidationClock {
@@ -104,7 +106,7 @@ export const evaluateRequestSchema = strictObject({
   rawSignals: mapOf(
     () =>
       yup.mixed().test('bool-or-number', '${path} must be a boolean or a number', (v) => typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))),
-    /^[A-Za-z0-9_.:-]{1,64}$/,
+    RAW_SIGNAL_NAME,
     'is not a valid signal name (letters, digits, _ . : -, at most 64)',
   ),
 });

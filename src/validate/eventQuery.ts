@@ -3,7 +3,7 @@ import { hasCursorForm } from '../events/cursor.js';
 import type { EventFilter } from '../store/eventFilter.js';
 import { check, id, strictObject, yup } from './kit.js';
 import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
-import { boundMs, laterBound, parseInstant } from './timestamp.js';
+import { boundMs, laterBound, offsetPlusRestored, parseInstant } from './timestamp.js';
 
 // CONTRACT "Decision Logs": the query string of GET /api/events and GET /api/events/stream. A bad
 // value is a 400 that names the parameter, never an empty list; an unknown parameter too, so a typo
@@ -40,8 +40,8 @@ const filterShape = {
 const limit = yup
   .string()
   .test('limit', `\${path} must be an integer from 1 to ${MAX_LIMIT}`, (v) => v === undefined || (/^\d{1,4}$/.test(v) && Number(v) >= 1 && Number(v) <= MAX_LIMIT));
-const listSchema = strictObject({ ...filterShape, limit });
-const streamSchema = strictObject(filterShape);
+export const listSchema = strictObject({ ...filterShape, limit });
+export const streamSchema = strictObject(filterShape);
 
 type Query = Partial<Record<keyof typeof filterShape | 'limit', string>>;
 
@@ -56,7 +56,10 @@ export type Checked = { ok: true; value: EventQuery } | { ok: false; details: Er
 
 /** Validates GET /api/events (stream: false) or GET /api/events/stream (stream: true, no limit). */
 export function validateEventQuery(query: Record<string, unknown>, options: { stream?: boolean } = {}): Checked {
-  const checked = check<Query>((options.stream ? streamSchema : listSchema) as unknown as yup.Schema<Query>, { ...query });
+  const input = { ...query };
+  // The `+` of an offset arrives from a query string as a space (timestamp.ts).
+  for (const bound of ['from', 'to'] as const) if (typeof input[bound] === 'string') input[bound] = offsetPlusRestored(input[bound]);
+  const checked = check<Query>((options.stream ? streamSchema : listSchema) as unknown as yup.Schema<Query>, input);
   if (!checked.ok) return checked;
   const q = checked.value;
   if (q.from !== undefined && q.to !== undefined && !laterBound(q.to, q.from)) return { ok: false, details: [{ path: 'to', message: 'to must be later than from' }] };

@@ -7,8 +7,9 @@ import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
 // to be safe) would be path segments that URL normalisation removes, so no GET could reach them.
 export const TELEMETRY_ID = /^(?!\.+$)[A-Za-z0-9._:-]{1,128}$/;
 export const TELEMETRY_ID_RULE = 'must be 1 to 128 letters, digits or . _ : -, and not only dots';
-const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
-const SUMMARY_MAX_BYTES = 4096;
+export const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
+export const SUMMARY_MAX_BYTES = 4096;
+export const MAX_NORMALIZED_SIGNALS = 200;
 
 const id = (max: number) => identifier(max).required();
 
@@ -45,7 +46,7 @@ export const ingestRecordSchema = strictObject({
     .required(),
   normalizedSignals: mapOf(() => yup.number().required().min(0).max(1), CODE, 'is not a valid signal name (letters, digits, _ . : -, at most 128)')
     .required()
-    .test('size', '${path} must have at most 200 signals', (v) => v === undefined || v === null || Object.keys(v).length <= 200),
+    .test('size', `\${path} must have at most ${MAX_NORMALIZED_SIGNALS} signals`, (v) => v === undefined || v === null || Object.keys(v).length <= MAX_NORMALIZED_SIGNALS),
 });
 
 export const validateIngestRecord = (body: unknown) => check<IngestRecord>(ingestRecordSchema as unknown as yup.Schema<IngestRecord>, body);

@@ -28,6 +28,14 @@ yup.setLocale({
 
 export { yup };
 
+/**
+ * A message yup shows as it is. yup expands every `${name}` in a string message, `${value}` into the
+ * whole value validated (JSON.stringify of a request's root): a message that embeds a key the caller
+ * chose must never be a string, or a key `${value}` makes a small body a huge answer, a deep one a 500.
+ * A `${path}` template stays safe: yup replaces in one pass, so a `${…}` in the path is not expanded.
+ */
+export const asIs = (text: string) => () => text;
+
 // A string the store cannot hold (characters.ts) is the caller's 400 here, never a failed commit.
 const SAFE_ID_MESSAGE = 'must not contain control characters or unpaired surrogates';
 const SAFE_TEXT_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
@@ -46,6 +54,11 @@ export const MAX_NESTING = 8;
 
 /** How many problems of one free-form object are listed: enough to fix a body, bounded for a hostile one. */
 export const MAX_FREE_FORM_PROBLEMS = 20;
+
+/** How many details one error lists: enough to fix a body, bounded for a hostile one. */
+export const MAX_DETAILS = 50;
+/** The longest path a detail shows (paths hold the caller's keys, which no schema bounds); longer ones are cut, with "…". */
+export const MAX_PATH_CHARS = 200;
 
 type Problem = { path: string; message: string };
 
@@ -85,7 +98,7 @@ export function freeFormProblems(root: object, path: string, skip?: ReadonlySet<
 
 /** Problems as one yup error that lists each (toDetails makes each a detail), or true when there are none. */
 export function problemsError(ctx: yup.TestContext, problems: readonly Problem[]): yup.ValidationError | true {
-  return problems.length ? new yup.ValidationError(problems.map((p) => ctx.createError(p))) : true;
+  return problems.length ? new yup.ValidationError(problems.map((p) => ctx.createError({ path: p.path, message: asIs(p.message) }))) : true;
 }
 
 /** freeFormProblems as a yup test, for an object schema. */
@@ -113,8 +126,9 @@ export function strictObject<S extends yup.ObjectShape>(shape: S) {
       if (value === null || value === undefined || typeof value !== 'object') return true;
       const extra = Object.keys(value).filter((k) => !known.has(k));
       if (extra.length === 0) return true;
+      // No more than toDetails lists: a body of thousands of keys builds no more errors than that.
       return new yup.ValidationError(
-        extra.map((k) => this.createError({ path: join(this.path, k), message: `${join(this.path, k)} is not a known field` })),
+        extra.slice(0, MAX_DETAILS).map((k) => this.createError({ path: join(this.path, k), message: asIs(`${join(this.path, k)} is not a known field`) })),
       );
     });
 }
@@ -125,18 +139,19 @@ export function mapOf(value: (key: string) => yup.Schema, keyPattern?: RegExp, k
     .mixed<Record<string, unknown>>()
     .test('map', 'must be an object', function check(input) {
       if (input === undefined || input === null) return true;
-      if (typeof input !== 'object' || Array.isArray(input)) return this.createError({ message: `${this.path} must be an object` });
+      if (typeof input !== 'object' || Array.isArray(input)) return this.createError({ message: asIs(`${this.path} must be an object`) });
       const errors: yup.ValidationError[] = [];
       for (const [k, v] of Object.entries(input)) {
+        if (errors.length >= MAX_DETAILS) break;
         const path = join(this.path, k);
-        if (keyPattern && !keyPattern.test(k)) errors.push(this.createError({ path, message: `${path} ${keyRule}` }));
+        if (keyPattern && !keyPattern.test(k)) errors.push(this.createError({ path, message: asIs(`${path} ${keyRule}`) }));
         try {
           value(k).validateSync(v, { strict: true, abortEarly: false });
         } catch (err) {
           if (!(err instanceof yup.ValidationError)) throw err;
           for (const inner of err.inner.length ? err.inner : [err]) {
             const sub = inner.path ? `${path}.${inner.path}` : path;
-            errors.push(this.createError({ path: sub, message: inner.message.replace(/^(this|the body)\b/, sub) }));
+            errors.push(this.createError({ path: sub, message: asIs(inner.message.replace(/^(this|the body)\b/, sub)) }));
           }
         }
       }
@@ -144,16 +159,37 @@ export function mapOf(value: (key: string) => yup.Schema, keyPattern?: RegExp, k
     });
 }
 
-/** yup's errors as CONTRACT's details: one entry per offending path, in the order found. */
+/** `text` cut to `max` characters and marked, never splitting a surrogate pair. */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const high = text.charCodeAt(max - 1);
+  const end = high >= 0xd800 && high <= 0xdbff ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
+}
+
+/** One detail of a problem found outside yup: `path`, cut as toDetails cuts it, then what is wrong there. */
+export function boundedDetail(path: string, says: string): ErrorDetail {
+  const shown = clip(path, MAX_PATH_CHARS);
+  return { path: shown, message: `${shown} ${says}` };
+}
+
+/**
+ * yup's errors as CONTRACT's details: one entry per offending path, in the order found, the first
+ * MAX_DETAILS. A long path is cut, in the message too (each message starts with its path), so no
+ * answer is much larger than the body it refuses.
+ */
 export function toDetails(err: yup.ValidationError): ErrorDetail[] {
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
   for (const e of err.inner.length ? err.inner : [err]) {
-    const path = e.path || '(root)';
-    const key = `${path}\u0000${e.message}`;
+    const full = e.path || '(root)';
+    const path = clip(full, MAX_PATH_CHARS);
+    const message = clip(path !== full && e.message.startsWith(full) ? path + e.message.slice(full.length) : e.message, MAX_PATH_CHARS * 2);
+    const key = `${path}\u0000${message}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    details.push({ path, message: e.message });
+    details.push({ path, message });
+    if (details.length === MAX_DETAILS) break;
   }
   return details;
 }

@@ -5,7 +5,7 @@
 /** How far ahead of TPS's clock a caller's "when" may be: clocks drift, the future does not happen yet. */
 export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
 
-const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:Z|([+-])(\d{2}):?(\d{2})))?$/;
+export const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:Z|([+-])(\d{2}):?(\d{2})))?$/;
 const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const daysIn = (year: number, month: number) => (month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : DAYS[month - 1]!);
 
@@ -38,6 +38,14 @@ export function parseInstant(text: string, options: { allowDate?: boolean } = {}
   const instant = date.getTime() + ((hour * 60 + minute - offset) * 60 + second) * 1000 + millis;
   return instant >= FIRST_INSTANT && instant <= LAST_INSTANT ? instant : undefined;
 }
+
+// A query string decodes `+` as a space (URLSearchParams, application/x-www-form-urlencoded), so
+// `from=2025-03-01T10:30:00+01:00` typed into a URL as written arrives with a space before the offset.
+// ISO 8601 has no space there: in that one place it can only be a decoded `+`. Anywhere else it stays refused.
+const DECODED_PLUS = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?) (\d{2}:?\d{2})$/;
+
+/** A query parameter's date-time with the `+` of its offset restored; any other text unchanged. */
+export const offsetPlusRestored = (text: string): string => text.replace(DECODED_PLUS, '$1+$2');
 
 // parseInstant keeps whole milliseconds; the digits past them (…00.1235Z) are the rest, in nanoseconds.
 const subMillis = (text: string): number => Number((/\.\d{3}(\d{1,6})/.exec(text)?.[1] ?? '').padEnd(6, '0'));

@@ -41,7 +41,7 @@ test.serial('a TPS_AI_URL with a user name or password stops start-up, pointing 
   };
   t.is(refusal({ TPS_AI_URL: `ftp://tps:${password}@models.example/v1?key=${password}` }), 'TPS_AI_URL must be an http:// or https:// URL, got "ftp://***:***@models.example/v1?…"');
   t.is(refusal({ TPS_AI_URL: `sk-live:${password}` }), 'TPS_AI_URL must be an http:// or https:// URL');
-  t.is(refusal({ TPS_WATCH_DEBOUNCE_MS: 'soon' }), 'TPS_WATCH_DEBOUNCE_MS must be an integer >= 0, got "soon"', 'values of other variables are still shown');
+  t.is(refusal({ TPS_WATCH_DEBOUNCE_MS: 'soon' }), 'TPS_WATCH_DEBOUNCE_MS must be an integer from 0 to 2147483647, got "soon"', 'values of other variables are still shown');
 });
 
 test.serial('an advisor call that fails logs the error by name and code: neither the URL password nor the API key reach the log', async (t) => {

@@ -49,3 +49,38 @@ test('the server starts with LOG_LEVEL=INFO, and refuses LOG_LEVEL=verbose namin
     await db.drop();
   }
 });
+
+// Node turns a timer's delay over 2^31-1 ms into 1 ms, and a huge TTL made every step-up a 500.
+test('settings that reach a timer or a date are bounded: the server refuses one past the bound, naming it', async (t) => {
+  t.is(readSettings({ TPS_STREAM_HEARTBEAT_MS: '2147483647' }).events.streamHeartbeatMs, 2147483647);
+  for (const [name, value] of [
+    ['TPS_STREAM_HEARTBEAT_MS', '3000000000'],
+    ['TPS_STREAM_POLL_MS', '2147483648'],
+    ['TPS_COMMIT_MAX_DELAY_MS', '9999999999'],
+    ['TPS_WATCH_DEBOUNCE_MS', '2147483648'],
+    ['TPS_REDIS_TIMEOUT_MS', '2147483648'],
+    ['TPS_CHALLENGE_TTL_SECONDS', '10000000000000'],
+    ['TPS_EVENT_RETENTION_DAYS', '1000000000'],
+  ] as const) {
+    t.throws(() => readSettings({ [name]: value }), { message: new RegExp(`^${name} must be an integer from \\d+ to \\d+, got "${value}"$`) }, name);
+  }
+  t.is(readSettings({ TPS_CHALLENGE_TTL_SECONDS: String(30 * 24 * 3600) }).challengeTtlSeconds, 30 * 24 * 3600);
+  // And a floor: a Redis command bounded by 0 ms could never answer.
+  t.is(readSettings({}).redisTimeoutMs, 1000);
+  t.is(readSettings({ TPS_REDIS_TIMEOUT_MS: '250' }).redisTimeoutMs, 250);
+  for (const value of ['0', '-1', '1.5', 'soon']) {
+    t.throws(() => readSettings({ TPS_REDIS_TIMEOUT_MS: value }), { message: new RegExp(`^TPS_REDIS_TIMEOUT_MS must be an integer from 1 to 2147483647, got "${value}"$`) }, value);
+  }
+
+  const db = freshDatabase('sqlite');
+  try {
+    const refused = await startServer({ DATABASE_URL: db.url, TPS_STREAM_HEARTBEAT_MS: '3000000000' });
+    t.is(refused.code, 1);
+    t.regex(refused.stderr, /TPS failed to start: TPS_STREAM_HEARTBEAT_MS must be an integer from 100 to 2147483647/);
+    const ttl = await startServer({ DATABASE_URL: db.url, TPS_CHALLENGE_TTL_SECONDS: '10000000000000' });
+    t.is(ttl.code, 1);
+    t.regex(ttl.stderr, /TPS failed to start: TPS_CHALLENGE_TTL_SECONDS must be an integer from 1 to 2592000/);
+  } finally {
+    await db.drop();
+  }
+});

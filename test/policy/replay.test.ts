@@ -3,7 +3,7 @@ import { runSeeds } from '../../src/cli/commands/seed.js';
 import { loadCatalog } from '../../src/policy/catalog.js';
 import { replay, type ReplayReport } from '../../src/replay/replay.js';
 import type { Explanation } from '../../src/api/types.js';
-import { SKIP_INGESTED, SKIP_NO_FACTS, SKIP_UNKNOWN_OPERATION } from '../../src/replay/recorded.js';
+import { SKIP_INGESTED, SKIP_NO_FACTS } from '../../src/replay/recorded.js';
 import { fromRow, KnexEventStore, type EventRecord, type EventRow, type StoredEvent } from '../../src/store/eventStore.js';
 import { runCli } from '../helpers/cli.js';
 import { bareEvent } from '../helpers/events.js';
@@ -53,8 +53,9 @@ const transitionsOf = (r: ReplayReport) => new Map(r.transitions.map((t) => [`${
 async function seededStore(store: StoreKind) {
   const { db, url, close } = await openFreshStore(store);
   await runSeeds(db.knex, { configDir: REPO_ROOT, environment: 'test', count: COUNT, endMs: END });
-  // Events that cannot be re-decided, each skipped with its reason: an ingested one (it carries
-  // normalizedSignals, not the inputs a policy reads), one without facts, one of an operation gone.
+  // Events with nothing to compare, each skipped with its reason: an ingested one (it carries
+  // normalizedSignals, not the inputs a policy reads), one without facts. And one of an operation
+  // gone, which live would answer 422 unknown_operation: a change, not a skip.
   const other = (telemetryId: string, source: 'ingest' | 'evaluate', operationKey: string, explanation: Explanation): EventRecord =>
     bareEvent(telemetryId, { source, createdAt: END - 1000, operationKey, explanation });
   await new KnexEventStore(db).insertBatch([
@@ -79,18 +80,19 @@ for (const store of ['sqlite', 'postgres'] as const) {
     const events = rows.map(fromRow);
     t.is(events.length, COUNT + 3);
 
-    // The working tree as recorded: nothing changes; what cannot be re-decided says why.
+    // The working tree as recorded: nothing changes but the operation gone; what is skipped says why.
+    const gone = { from: 'allow', to: 'unknown_operation', count: 1, samples: ['gone-1'], detail: 'operation "vendor.delete" is not configured for environment "test" in the working tree' };
     const unchanged = await replay(db.knex, loadCatalog(REPO_ROOT));
     t.is(unchanged.examined, COUNT + 3);
-    t.is(unchanged.replayed, COUNT);
-    t.is(unchanged.changed, 0);
+    t.is(unchanged.replayed, COUNT + 1);
+    t.is(unchanged.changed, 1);
+    t.deepEqual(unchanged.transitions, [gone]);
     t.deepEqual(unchanged.skipped, [
       { reason: SKIP_INGESTED, count: 1, samples: ['ingested-1'] },
       { reason: SKIP_NO_FACTS, count: 1, samples: ['no-facts-1'] },
-      { reason: SKIP_UNKNOWN_OPERATION, count: 1, samples: ['gone-1'] },
     ]);
 
-    const expected = predict(events);
+    const expected = predict(events).set('allow→unknown_operation', 1);
     t.true(expected.get('allow→step_up_required')! > 20 && expected.get('allow→allow_redacted')! > 5, JSON.stringify([...expected]));
     const changed = await replay(db.knex, loadCatalog(cfg.dir));
     t.deepEqual(transitionsOf(changed), expected);

@@ -59,7 +59,7 @@ interface Report {
   changed: number;
   outcomeChanged: number;
   rebuiltCounts: number;
-  transitions: { from: string; to: string; count: number; samples: string[] }[];
+  transitions: { from: string; to: string; count: number; samples: string[]; detail?: string }[];
   outcomeChanges: { part: string; from: string; to: string; count: number; samples: string[] }[];
   skipped: { reason: string; count: number; samples: string[] }[];
 }
@@ -244,7 +244,7 @@ test('tps replay refuses a mistyped --operation and an empty --since/--until win
   t.is(typo.code, 2, typo.stdout);
   t.regex(typo.stderr, /--operation "payment_transaction\.craete".*did you mean "payment_transaction\.create"/);
   t.is(typo.stdout, '');
-  // An operation the tree no longer defines is still one the store holds: replayed (here, skipped).
+  // An operation the tree no longer defines is still one the store holds: replayed (here, an ingested event: skipped).
   const gone = await replayJson(t, store.url, [REPO_ROOT, '--operation', 'vendor.delete']);
   t.is(gone.examined, 1);
 
@@ -258,16 +258,15 @@ test('tps replay refuses a mistyped --operation and an empty --since/--until win
   }
 });
 
-test('tps replay counts a stored row it cannot read as a skip and replays the rest', async (t) => {
+test('tps replay counts a stored row it cannot read as a change to not_redecided and replays the rest', async (t) => {
   const store = await smallHistory(t);
 
-  // One row that cannot be read is a skip, not the end of the replay.
+  // One row that cannot be read is not the end of the replay; its answer is unknown, so it is a change, not a skip.
   await store.db.knex('events').where('telemetry_id', 'h-2').update({ reasons: 'not json' });
   const report = await replayJson(t, store.url, [REPO_ROOT]);
   t.is(report.examined, 4);
-  t.is(report.replayed, 2);
-  t.deepEqual(
-    report.skipped.find((s) => s.reason.startsWith('could not be re-decided')),
-    { reason: 'could not be re-decided: the stored row could not be read', count: 1, samples: ['h-2'] },
-  );
+  t.is(report.replayed, 3);
+  t.is(report.changed, 1);
+  t.deepEqual(report.transitions, [{ from: 'allow', to: 'not_redecided', count: 1, samples: ['h-2'], detail: 'the stored row could not be read' }]);
+  t.deepEqual(report.skipped.map((s) => s.samples), [['ingested-1']]);
 });

@@ -14,6 +14,8 @@ import { openEventsToRead } from '../readStore.js';
 // The Decision Logs filters, spelled as in the HTTP query string.
 const FILTERS = ['operationKey', 'actorId', 'resourceType', 'resourceId', 'decision', 'riskBand', 'source', 'reason', 'from', 'to'] as const;
 const filterOptions: ParseArgsConfig['options'] = Object.fromEntries(FILTERS.map((name) => [name, { type: 'string' }]));
+// A stray word (`decision=deny`) or a repeated filter is refused by parseFor, as the API refuses them.
+const FILTERS_HINT = 'filters are --name value, each given once';
 const FILTER_USAGE = '[--operationKey K] [--actorId ID] [--resourceType T] [--resourceId ID] [--decision D] [--riskBand B] [--source S] [--reason R] [--from ISO] [--to ISO]';
 
 type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;
@@ -32,6 +34,7 @@ function filterOf(values: Values): EventFilter {
 const exportCommand: Command = {
   words: ['events', 'export'],
   usage: `events export [--env NAME] ${FILTER_USAGE}`,
+  optionsHint: FILTERS_HINT,
   summary: 'write matching events as NDJSON to stdout, oldest first (reads DATABASE_URL)',
   options: { env: { type: 'string' }, ...filterOptions },
   async run({ values }) {
@@ -64,6 +67,7 @@ const line = (e: DecisionEvent): string =>
 const tail: Command = {
   words: ['events', 'tail'],
   usage: `events tail [--url URL] [--key svc_sec_…] [--json] ${FILTER_USAGE}`,
+  optionsHint: FILTERS_HINT,
   summary: 'follow the live event stream of a running server (TPS_URL, TPS_SECRET_KEY)',
   options: { url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' }, ...filterOptions },
   async run({ values }) {

@@ -1,9 +1,9 @@
-import fs from 'node:fs';
-import yaml from 'js-yaml';
 import type { EvaluateRequest } from '../../api/types.js';
 import { OfflineEvaluator } from '../../evaluate/offline.js';
 import type { Evaluation } from '../../evaluate/evaluator.js';
 import type { Catalog } from '../../policy/catalog.js';
+import { formatProblem } from '../../policy/problems.js';
+import { readYamlFile } from '../../policy/yamlText.js';
 import { validateEvaluateRequest } from '../../validate/evaluateRequest.js';
 import { envOption, out, UsageError, type Command } from '../command.js';
 import { configDirOf, loadWorkingTree } from './policy.js';
@@ -51,20 +51,17 @@ export function formatExplanation(catalog: Catalog, { response, event }: Evaluat
   return lines.join('\n');
 }
 
-export function readRequestFile(file: string): unknown {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
-  }
-  // YAML is a superset of JSON: one parser reads either.
-  return yaml.load(text, { filename: file });
+/** The request in a JSON or YAML file (YAML is a superset of JSON), read as fixtures' requests are: dates stay strings. */
+export function readRequestFile(file: string): Record<string, unknown> {
+  const read = readYamlFile(file, file);
+  if ('problem' in read) throw new UsageError(formatProblem(read.problem).trim());
+  return read.doc;
 }
 
 const explain: Command = {
   words: ['explain'],
   usage: 'explain --operation KEY --request FILE [DIR] [--env NAME] [--json]',
+  positionals: ['DIR'],
   summary: 'evaluate one request offline and show its signals, thresholds and rules',
   options: { operation: { type: 'string' }, request: { type: 'string' }, env: { type: 'string' }, json: { type: 'boolean' } },
   async run({ values, positionals }) {
@@ -72,7 +69,6 @@ const explain: Command = {
     const file = values.request as string | undefined;
     if (!file) throw new UsageError('--request FILE is required (an evaluate request body, JSON or YAML)');
     const body = readRequestFile(file);
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`${file} must hold an evaluate request object`);
     const operationKey = (values.operation as string | undefined) ?? (body as { operationKey?: string }).operationKey;
     if (!operationKey) throw new UsageError('--operation KEY is required (or operationKey in the request)');
     const checked = validateEvaluateRequest({ ...body, operationKey });

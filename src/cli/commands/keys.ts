@@ -62,6 +62,7 @@ const list: Command = {
 const revoke: Command = {
   words: ['keys', 'revoke'],
   usage: 'keys revoke ID',
+  positionals: ['ID'],
   summary: 'revoke a key; running servers refuse it within TPS_KEY_CACHE_MS',
   async run({ positionals }) {
     const id = positionals[0];

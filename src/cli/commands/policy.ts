@@ -1,5 +1,5 @@
 import { compileCatalog, type Catalog } from '../../policy/catalog.js';
-import { loadConfigDir } from '../../policy/load.js';
+import { loadConfigDir, loadConfigDirOrProblem } from '../../policy/load.js';
 import { ConfigError, formatProblem } from '../../policy/problems.js';
 import { err, out, UsageError, type Command } from '../command.js';
 
@@ -20,11 +20,13 @@ export function loadWorkingTree(dir: string): Catalog {
 const validate: Command = {
   words: ['validate'],
   usage: 'validate [DIR] [--json]',
+  positionals: ['DIR'],
   summary: 'load and compile operations/ and rules/ as the server does; list every problem',
   options: { json: { type: 'boolean' } },
   async run({ values, positionals }) {
     const dir = configDirOf(positionals[0]);
-    const { catalog, problems } = compileCatalog(loadConfigDir(dir));
+    // Problems, never a throw: --json always prints JSON for its consumer to parse.
+    const { catalog, problems } = compileCatalog(loadConfigDirOrProblem(dir));
     if (values.json) {
       out(JSON.stringify(catalog ? { ok: true, versionId: catalog.versionId, problems: [] } : { ok: false, problems }, null, 2));
       return catalog ? 0 : 1;
@@ -43,6 +45,7 @@ const validate: Command = {
 const compile: Command = {
   words: ['compile'],
   usage: 'compile [DIR] [--operation KEY]',
+  positionals: ['DIR'],
   summary: 'print the compiled json-rules-engine rule sets and their policyVersionIds',
   options: { operation: { type: 'string' } },
   async run({ values, positionals }) {

@@ -19,7 +19,11 @@ function time(value: unknown, flag: string): number | undefined {
   return ms;
 }
 
-/** Exit status of --fail-on-change when a decision or another part of an answer changes. */
+/**
+ * Exit status of --fail-on-change when a decision or another part of an answer changes. An event
+ * the working tree answers with no decision (unknown_operation, not_redecided) is a changed
+ * decision: dropping an operation must not pass the gate while every live request gets a 422.
+ */
 export const EXIT_CHANGED = 3;
 
 /** The operations the stored events name, in one environment if given (the small facet table, not a scan of the events). */
@@ -75,6 +79,7 @@ async function chooseEnvironment(knex: Knex, flag: string | undefined, variable:
 const replayCommand: Command = {
   words: ['replay'],
   usage: 'replay [DIR] [--since T] [--until T] [--operation KEY] [--env NAME] [--limit N] [--format text|json] [--fail-on-change]',
+  positionals: ['DIR'],
   summary: `re-decide stored events with the working tree's policies; show what would change (--fail-on-change: exit ${EXIT_CHANGED} if any)`,
   options: {
     since: { type: 'string' },

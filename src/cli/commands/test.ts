@@ -20,6 +20,7 @@ function writeReport(file: string, text: string): boolean {
 const test: Command = {
   words: ['test'],
   usage: 'test [DIR] [--junit FILE] [--match TEXT]',
+  positionals: ['DIR'],
   summary: 'run every rules/*.fixtures.yaml case offline; readable report, JUnit XML for CI',
   options: { junit: { type: 'string' }, match: { type: 'string' } },
   async run({ values, positionals }) {

@@ -7,6 +7,7 @@ import { configDirOf, loadWorkingTree } from './policy.js';
 const toFixture: Command = {
   words: ['events', 'to-fixture'],
   usage: 'events to-fixture TELEMETRY_ID [DIR] [--env NAME] [--name TEXT]',
+  positionals: ['TELEMETRY_ID', 'DIR'],
   summary: 'turn a stored event into a fixture case (YAML) for rules/<policy>.fixtures.yaml',
   options: { env: { type: 'string' }, name: { type: 'string' } },
   async run({ values, positionals }) {

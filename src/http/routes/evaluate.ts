@@ -1,7 +1,7 @@
 import Router from '@koa/router';
-import coBody from 'co-body';
 import type { EvaluationRunner, EvaluationTiming } from '../../evaluate/runner.js';
 import { CHECKPOINT_KINDS, type CheckpointLog } from '../../store/checkpointLog.js';
+import { readBodyText } from '../body.js';
 import type { Metrics } from '../metrics.js';
 import type { Middleware, TpsState } from '../middleware.js';
 
@@ -20,15 +20,15 @@ function serverTiming(start: number, evaluated: number, end: number, checkpoints
 
 /**
  * POST /api/evaluate: the body's text goes to the runner (parse → validate → facts, risk, policy,
- * decide), whose event is committed before the answer. The text is read here, with the size limit
- * and content-encoding handling of koa-bodyparser, and parsed where it is evaluated.
+ * decide), whose event is committed before the answer. The text is read here (readBodyText: the
+ * size limit, the content-encoding, strict UTF-8), and parsed where it is evaluated.
  */
 export function evaluateRoutes(guard: Middleware[], runner: EvaluationRunner, metrics: Metrics, options: { maxBodyBytes: number; serverTiming: boolean; checkpoints?: CheckpointLog }): Router<TpsState> {
   const router = new Router<TpsState>();
   router.post('/api/evaluate', ...guard, async (ctx) => {
     const start = options.serverTiming ? performance.now() : 0;
     const timing: EvaluationTiming | undefined = options.serverTiming ? {} : undefined;
-    const text = await coBody.text(ctx, { limit: options.maxBodyBytes, encoding: 'utf8' });
+    const text = await readBodyText(ctx, options.maxBodyBytes);
     const answer = await runner.evaluate(ctx.state.principal.environment, text, timing);
     metrics.decisions.inc({ operation: answer.operationKey, decision: answer.decision });
     if (timing) ctx.set('server-timing', serverTiming(start, timing.evaluated!, performance.now(), options.checkpoints));
