@@ -39,8 +39,8 @@ export class ApiError extends Error {
    * The event store could not commit (nothing was stored) or be read (nothing was changed): an
    * outage to wait out, like state_unavailable, so every such 503 says when to come back.
    */
-  static storeUnavailable(message: string, cause: unknown): ApiError {
-    return new ApiError('store_unavailable', message, undefined, { 'retry-after': '1' }, cause);
+  static storeUnavailable(message: string, cause: unknown, details?: ErrorDetail[]): ApiError {
+    return new ApiError('store_unavailable', message, details, { 'retry-after': '1' }, cause);
   }
 }
 
@@ -55,5 +55,5 @@ export class ApiError extends Error {
 export const stateUnavailable = (cause: unknown): ApiError =>
   new ApiError('state_unavailable', 'the shared state (Redis) did not answer; nothing was decided: retry', undefined, { 'retry-after': '1' }, cause);
 
-/** A body that does not parse as JSON: every JSON route's, in whichever thread it is parsed (src/http/body.ts). */
+/** A body that does not parse as JSON: every JSON route's, in whichever thread it is parsed (src/validate/json.ts). */
 export const invalidJson = (): ApiError => new ApiError('invalid_json', 'the request body is not valid JSON');

@@ -2,13 +2,13 @@
 // variable that may carry a secret (a key, a URL with a password in it) must not put it in a log.
 
 /** Variables whose values may hold a secret: keys, tokens, passwords, and URLs (user:password@). */
-export const holdsSecret = (name: string): boolean => /(?:URL|KEY|SECRET|TOKEN|PASSWORD)$/.test(name);
+const holdsSecret = (name: string): boolean => /(?:URL|KEY|SECRET|TOKEN|PASSWORD)$/.test(name);
 
 /**
  * A URL as it may be shown: user name and password as ***, query and fragment left out; undefined
  * when it is no URL with a host (a key pasted by mistake, "sk-live:…", parses as an opaque URL).
  */
-export function redactedUrl(raw: string): string | undefined {
+function redactedUrl(raw: string): string | undefined {
   if (!URL.canParse(raw.trim())) return undefined;
   const url = new URL(raw.trim());
   if (!url.host) return undefined;

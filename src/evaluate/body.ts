@@ -1,7 +1,7 @@
 import { ApiError } from '../api/errors.js';
 import type { EvaluateRequest } from '../api/types.js';
-import { parseJsonBody } from '../http/body.js';
 import { validateEvaluateRequest } from '../validate/evaluateRequest.js';
+import { parseJsonBody } from '../validate/json.js';
 import type { Evaluation, Evaluator } from './evaluator.js';
 
 /** The evaluate route's work from the body's text on, in whichever thread evaluates: parse → validate → evaluate. */

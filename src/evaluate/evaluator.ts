@@ -46,12 +46,10 @@ const notStored = (err: unknown) => ApiError.storeUnavailable('the decision coul
 
 /** The commit may have landed and the store has not shown it: the caller looks it up before retrying. */
 const mayHaveLanded = (telemetryId: string, err: unknown) =>
-  new ApiError(
-    'store_unavailable',
+  ApiError.storeUnavailable(
     `the decision may or may not have been recorded (telemetryId ${telemetryId}); look it up (GET /api/events/${telemetryId}) before retrying`,
-    [{ path: 'telemetryId', message: telemetryId }],
-    { 'retry-after': '1' },
     err,
+    [{ path: 'telemetryId', message: telemetryId }],
   );
 
 export interface EvaluatorDeps {

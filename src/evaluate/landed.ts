@@ -10,7 +10,7 @@ import type { ReadEvent } from '../store/eventStore.js';
 export type Landed = (environment: string, telemetryId: string) => Promise<boolean>;
 
 // Long enough for a read on a loaded store, short against the request's own wait for the commit.
-export const LANDED_BOUND_MS = 2000;
+const LANDED_BOUND_MS = 2000;
 
 export function landedIn(events: { find(environment: string, telemetryId: string): Promise<ReadEvent | undefined> }, boundMs = LANDED_BOUND_MS): Landed {
   return (environment, telemetryId) => {

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { EventFilter } from '../store/eventFilter.js';
 import { matchesFilter } from '../store/eventFilter.js';
-import type { KnexEventStore, ReadEvent, StoredEvent } from '../store/eventStore.js';
+import type { KnexEventStore, ReadEvent } from '../store/eventStore.js';
 import type { CursorCodec } from './cursor.js';
 import type { EventHub, Listener } from './hub.js';
 import { toPublicEvent } from './publicEvent.js';
@@ -125,8 +125,7 @@ export class StreamSubscriber implements Listener {
 
   offer(events: readonly ReadEvent[]): void {
     if (this.mode !== 'live' || this.closed) return;
-    // matchesFilter reads the filter's columns only, never the explanation.
-    for (const e of events) if (e.seq > this.position && matchesFilter(this.filter, e as StoredEvent)) this.queue.push(e);
+    for (const e of events) if (e.seq > this.position && matchesFilter(this.filter, e)) this.queue.push(e);
     if (this.queue.length > this.options.maxQueue) {
       // Too slow to keep up: stop queueing and catch up from the store at its own pace.
       this.queue = [];

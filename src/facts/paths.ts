@@ -40,7 +40,7 @@ const BOOLEAN = { kind: 'boolean' } as const;
 const ALWAYS = { always: true } as const;
 const LOWER = { lowerCased: true } as const;
 
-export const FACT_TYPES: { readonly [P in KnownFactPath]: FactType } = {
+const FACT_TYPES: { readonly [P in KnownFactPath]: FactType } = {
   // operations/*.yaml: a key and its enums are lower-case by schema (src/policy/schema.ts).
   'operation.key': { ...STRING, ...LOWER, ...ALWAYS },
   'operation.actionType': { ...STRING, ...LOWER, ...ALWAYS },

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
-import { ApiError, invalidJson } from '../api/errors.js';
+import { ApiError } from '../api/errors.js';
 import type { ErrorBody, ErrorCode } from '../api/types.js';
 import type { Principal, KeyRing } from '../auth/keyring.js';
 import { bearerKey, kindOf } from '../auth/keys.js';
@@ -55,11 +55,10 @@ export const errors = (log: Logger): Middleware => async (ctx, next) => {
   }
 };
 
-/** What reading a body (co-body over raw-body, zlib through inflation) threw, as the client's error. */
+/** What reading a body (co-body/raw-body, zlib through inflation) threw, as the client's error. */
 function bodyError(err: unknown): ApiError | undefined {
   const e = err as { status?: number; type?: string; code?: unknown; errno?: unknown; message?: string } | undefined;
   if (e?.type === 'entity.too.large' || e?.status === 413) return new ApiError('payload_too_large', 'the request body is larger than the limit');
-  if (e?.type === 'entity.parse.failed' || (e?.status === 400 && err instanceof SyntaxError)) return invalidJson();
   // raw-body's: the client hung up, or stopped, short of the content-length it announced.
   if (e?.type === 'request.aborted' || e?.type === 'request.size.invalid') {
     return new ApiError('invalid_json', 'the request body ended before the length its content-length announced');
@@ -71,9 +70,6 @@ function bodyError(err: unknown): ApiError | undefined {
   // inflation's 415 (no type): a content-encoding other than gzip, deflate, br or identity.
   if (e?.status === 415 && e.type === undefined && e.message?.startsWith('Unsupported Content-Encoding')) {
     return new ApiError('unsupported_media_type', 'the request body\'s content-encoding is not supported (gzip, deflate, br or none)');
-  }
-  if (e?.status === 415 || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-    return new ApiError('unsupported_media_type', 'the request body must be JSON (content-type: application/json)');
   }
   return undefined;
 }

@@ -1,10 +1,10 @@
 import { statusOf } from '../api/errors.js';
 import { AI_STATUSES, CHALLENGE_TYPES, DECISIONS, ERROR_CODES, EVENT_SOURCES, REDACTION_STRATEGIES, RISK_BANDS, type ErrorCode } from '../api/types.js';
 import { ACTION_TYPES, SENSITIVITIES } from '../policy/schema.js';
-import { CONTROL_OR_LONE_SURROGATE, NUL_OR_LONE_SURROGATE } from '../validate/characters.js';
+import { CODE, CONTROL_OR_LONE_SURROGATE, NUL_OR_LONE_SURROGATE } from '../validate/characters.js';
 import { evaluateRequestSchema, RAW_SIGNAL_NAME } from '../validate/evaluateRequest.js';
 import { DEFAULT_LIMIT, listSchema, MAX_LIMIT, streamSchema } from '../validate/eventQuery.js';
-import { CODE, ingestRecordSchema, MAX_NORMALIZED_SIGNALS, SUMMARY_MAX_BYTES, TELEMETRY_ID, TELEMETRY_ID_RULE } from '../validate/ingestRecord.js';
+import { ingestRecordSchema, MAX_NORMALIZED_SIGNALS, SUMMARY_MAX_BYTES, TELEMETRY_ID, TELEMETRY_ID_RULE } from '../validate/ingestRecord.js';
 import { MAX_NESTING } from '../validate/kit.js';
 import { ISO_8601, MAX_CLOCK_SKEW_MS } from '../validate/timestamp.js';
 import { REQUEST_ID, REQUEST_ID_RULE } from './middleware.js';

@@ -6,7 +6,7 @@ import type { Actor, ChallengeType, EvaluateRequest, Resource, SessionContext } 
 import { HEADERS } from '../browser/headers.js';
 import type { Evaluation, TpsClient } from '../client/index.js';
 import { syntheticFailure } from '../client/synthetic.js';
-import { chooseOperationKey, unknownHeaderKey } from './operation-key.js';
+import { chooseOperationKey, unknownHeaderKey, type OperationKeyOption } from './operation-key.js';
 import { DEFAULT_STEP_UP_STATUS, halt, toOutcome, type Halt, type Outcome } from './outcome.js';
 import { resourceId, safeId, safeIp, sessionFromHeaders } from './session-headers.js';
 
@@ -42,7 +42,7 @@ export interface DecisionOptions<R> {
    * a 503 and onError. A function that returns nothing halts with 400 missing_operation_key; the
    * header is not consulted.
    */
-  operationKey?: string | ((request: R) => string | undefined);
+  operationKey?: OperationKeyOption<R>;
   /** Default: the framework's user ({ id, role, roles }) as an authenticated actor, else anonymous. */
   actor?: (request: R) => MaybePromise<Actor>;
   /** Default: { type: the operation key's first segment, id: route param `id` or the path }. */

@@ -7,9 +7,9 @@
 // bounded size.
 
 /** How many values aliases may repeat in one file, in all: far more than reuse needs, far less than a fan-out. */
-export const MAX_ALIASED_VALUES = 10_000;
+const MAX_ALIASED_VALUES = 10_000;
 /** How deep a document may nest once its aliases are expanded (js-yaml's own limit for the text is 100). */
-export const MAX_EXPANDED_DEPTH = 100;
+const MAX_EXPANDED_DEPTH = 100;
 
 export interface AliasProblem {
   path: string;

@@ -1,5 +1,6 @@
 import { factType, type FactType } from '../facts/paths.js';
 import { isFactReference, parseOperator } from './operators.js';
+import type { SignalSpec } from './schema.js';
 
 // A condition on a fact whose type TPS knows (src/facts/paths.ts) that could never match it as
 // meant: `in` on actor.roles compares the whole list (never in, always notIn), `equal: PII` on
@@ -100,7 +101,7 @@ export function factTypeProblem(fact: string, operatorName: string, value: unkno
 // Signals are held to the same types: a transform reads one kind of value (src/risk/signals.ts),
 // and a fact of another kind leaves the signal at its `missing` value on every request; a `flag`'s
 // `equals` or a `map`'s key that the fact can never be never fires. `clamp` also counts a boolean.
-const TRANSFORM_READS: Record<string, { kinds: readonly FactType['kind'][]; what: string }> = {
+const TRANSFORM_READS: Record<SignalSpec['transform'], { kinds: readonly FactType['kind'][]; what: string }> = {
   flag: { kinds: ['string', 'number', 'boolean'], what: 'a single value' },
   clamp: { kinds: ['number', 'boolean'], what: 'a number (or true or false)' },
   inverse: { kinds: ['number'], what: 'a number' },
@@ -126,7 +127,7 @@ export interface SignalTypeProblem {
 /** The problems of a signal `{ fact, transform, equals, values }` with its fact's type (none for a fact of unknown type). */
 export function signalTypeProblems(spec: { fact: string; transform: string; equals?: unknown; values?: object; missing?: number }): SignalTypeProblem[] {
   const type = factType(spec.fact);
-  const reads = Object.hasOwn(TRANSFORM_READS, spec.transform) ? TRANSFORM_READS[spec.transform] : undefined;
+  const reads = Object.hasOwn(TRANSFORM_READS, spec.transform) ? TRANSFORM_READS[spec.transform as SignalSpec['transform']] : undefined;
   if (!type || !reads) return [];
   if (!reads.kinds.includes(type.kind)) {
     return [{ at: 'transform', message: `${spec.transform} reads ${reads.what}, and ${spec.fact} is ${kindName(type)}: the signal would always be its missing value (${spec.missing ?? 0}); use ${TRANSFORMS_FOR[type.kind]}` }];

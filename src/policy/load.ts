@@ -52,6 +52,9 @@ const listYaml = (dir: string): string[] => (fs.existsSync(dir) ? configFilesOf(
 
 type Rejected = Sourced<Record<string, unknown>>[];
 
+/** The configuration's folders, in the order loadConfigDir reads them (configDigest and watch.ts follow it). */
+export const CONFIG_FOLDERS: readonly string[] = ['operations', 'rules'];
+
 /** A file's part of the digest: its name and its bytes, or the error that kept it from being read. */
 function digestBytes(file: string, bytes: Buffer | Error, digest: crypto.Hash): void {
   if (bytes instanceof Buffer) digest.update(`${file}\0${bytes.length}\0`).update(bytes).update('\0');
@@ -67,7 +70,7 @@ export async function configDigest(dir: string): Promise<string> {
   // The files loadConfigDir reads, in its order.
   const list = async (sub: string) => configFilesOf(path.join(dir, sub), await fs.promises.readdir(path.join(dir, sub)).catch(() => []));
   const digest = crypto.createHash('sha256');
-  for (const file of [...(await list('operations')), ...(await list('rules'))]) digestBytes(file, await fs.promises.readFile(file).catch((err: Error) => err), digest);
+  for (const sub of CONFIG_FOLDERS) for (const file of await list(sub)) digestBytes(file, await fs.promises.readFile(file).catch((err: Error) => err), digest);
   return digest.digest('hex');
 }
 

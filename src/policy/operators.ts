@@ -32,8 +32,8 @@ const listOf = (item: Shape): Shape => ({
   many: `non-empty lists of ${item.many}`,
 });
 
-// json-rules-engine's operators as it defines them: `in` looks the fact up in the value
-// (`value.indexOf(fact)`: a string would match substrings, a number throws on every run),
+// The operators as they read their value: `in` looks the fact up in the value, which TPS's
+// in/notIn (lists.ts) take as empty when it is not a list (`in: "abc"` would silently never match),
 // `contains` the value in the fact, the comparisons want numbers; TPS's `exists` compares to a boolean.
 const AS_VALUE: Record<Operator, Shape> = {
   equal: SCALAR, notEqual: SCALAR, in: listOf(SCALAR), notIn: listOf(SCALAR), contains: SCALAR, doesNotContain: SCALAR,

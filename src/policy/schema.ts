@@ -4,7 +4,7 @@ import { aiConfigSchema } from '../ai/settings.js';
 import { ENVIRONMENT_NAME, ENVIRONMENT_NAME_RULE } from '../config/environmentName.js';
 import { factPathProblem, RULE_ONLY_ROOTS } from '../facts/paths.js';
 import { MAX_OPERATION_KEY_LENGTH } from '../validate/characters.js';
-import { mapOf, strictObject, yup } from '../validate/kit.js';
+import { asIs, mapOf, strictObject, yup } from '../validate/kit.js';
 import { factPathsOf } from './conditions.js';
 import { factTypeProblem, signalTypeProblems } from './factTypes.js';
 import { isFactReference, parseOperator, valueProblem } from './operators.js';
@@ -29,7 +29,7 @@ const factPath = yup
   .required()
   .test('fact-path', 'unknown fact', function known(v) {
     const problem = v === undefined ? undefined : factPathProblem(v);
-    return problem ? this.createError({ message: () => `${this.path} ${problem}` }) : true;
+    return problem ? this.createError({ message: asIs(`${this.path} ${problem}`) }) : true;
   });
 
 const signalFact = factPath.test(
@@ -76,7 +76,7 @@ const onlyForTransforms = (...transforms: string[]) => ({
     const transform = (this.parent as { transform?: string } | undefined)?.transform;
     if (v === undefined || !(TRANSFORMS as readonly string[]).includes(transform!) || transforms.includes(transform!)) return true;
     const path = this.path;
-    return this.createError({ message: () => `${path} is only for transform${transforms.length > 1 ? 's' : ''} ${transforms.join(' and ')}; this signal's transform is ${transform}` });
+    return this.createError({ message: asIs(`${path} is only for transform${transforms.length > 1 ? 's' : ''} ${transforms.join(' and ')}; this signal's transform is ${transform}`) });
   },
 });
 
@@ -103,10 +103,10 @@ const signalSchema = strictObject({
 })
   // A transform that cannot read its fact's type, or an `equals` or `values` key the fact can never be (factTypes.ts).
   .test('fits-fact-type', 'fact type', function fits(spec) {
-    if (!spec || typeof spec.fact !== 'string' || !(TRANSFORMS as readonly string[]).includes(spec.transform)) return true;
+    if (!spec || typeof spec.fact !== 'string') return true;
     const errors = signalTypeProblems(spec as Parameters<typeof signalTypeProblems>[0]).map(({ at, message }) => {
       const path = this.path ? `${this.path}.${at}` : at;
-      return this.createError({ path, message: () => `${path} ${message}` });
+      return this.createError({ path, message: asIs(`${path} ${message}`) });
     });
     return errors.length ? new yup.ValidationError(errors) : true;
   });
@@ -126,21 +126,21 @@ const conditionLeaf = strictObject({
     .test('operator', '${path} must be a known operator, optionally with decorators (e.g. not:in, someFact:in)', (v) => !!v && parseOperator(v) !== undefined),
   value: yup.lazy((v) => (isFactReference(v) ? factReference : yup.mixed().test('defined', '${path} is required', (x) => x !== undefined))),
 })
-  // A value of the wrong shape would throw on every run (`in: 3`), match substrings (`in: "abc"`)
-  // or never match (`exists: "yes"`), after a validate that passed.
+  // A value of the wrong shape would silently never match (`in: 3`, `in: "abc"`: lists.ts)
+  // or never match (`exists: "yes"`), after a validate that passed. A value of the right shape may
+  // still, for a fact of a type TPS knows, never be what it means (factTypes.ts).
   .test('value-fits-operator', 'value', function fits(leaf) {
     if (!leaf || typeof leaf.operator !== 'string' || leaf.value === undefined) return true;
-    const problem = valueProblem(leaf.operator, leaf.value);
-    const path = this.path ? `${this.path}.value` : 'value';
-    return problem ? this.createError({ path, message: () => `${path} ${problem}` }) : true;
-  })
-  // Of the right shape, but for a fact of a type TPS knows, never what it means (factTypes.ts).
-  .test('fits-fact-type', 'fact type', function fits(leaf) {
-    if (!leaf || typeof leaf.fact !== 'string' || typeof leaf.operator !== 'string' || leaf.value === undefined || valueProblem(leaf.operator, leaf.value)) return true;
+    const shapeProblem = valueProblem(leaf.operator, leaf.value);
+    if (shapeProblem) {
+      const path = this.path ? `${this.path}.value` : 'value';
+      return this.createError({ path, message: asIs(`${path} ${shapeProblem}`) });
+    }
+    if (typeof leaf.fact !== 'string') return true;
     const problem = factTypeProblem(leaf.fact, leaf.operator, leaf.value);
     if (!problem) return true;
     const path = this.path ? `${this.path}.${problem.at}` : problem.at;
-    return this.createError({ path, message: () => `${path} ${problem.message}` });
+    return this.createError({ path, message: asIs(`${path} ${problem.message}`) });
   });
 
 // Conditions nest: {all: [...]}, {any: [...]}, {not: {...}} or a leaf.
@@ -242,7 +242,7 @@ export const policySchema = strictObject({
     const errors = (spec.rules ?? []).flatMap((rule, i) =>
       factPathsOf(rule?.when, `rules[${i}].when`)
         .filter(({ fact }) => fact.split('.')[0] === 'velocity')
-        .map(({ fact, path }) => this.createError({ path, message: () => `${path} reads ${fact}, which TPS counts only for a policy with throttle.serviceWindow: here it is always absent; add throttle.serviceWindow` })),
+        .map(({ fact, path }) => this.createError({ path, message: asIs(`${path} reads ${fact}, which TPS counts only for a policy with throttle.serviceWindow: here it is always absent; add throttle.serviceWindow`) })),
     );
     return errors.length ? new yup.ValidationError(errors) : true;
   });

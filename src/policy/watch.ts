@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../http/logger.js';
 import type { ConfigHolder } from './holder.js';
-import { configDigest, isConfigFile, loadConfigDirOrProblem, type LoadedConfig } from './load.js';
+import { CONFIG_FOLDERS, configDigest, isConfigFile, loadConfigDirOrProblem, type LoadedConfig } from './load.js';
 import type { ConfigProblem } from './problems.js';
 
 export interface ReloadOutcome {
@@ -34,7 +34,6 @@ export interface WatchOptions {
   recheckMs?: number;
 }
 
-const FOLDERS = ['operations', 'rules'];
 /** Reads of a watched change, each settleMs apart, before a reload gives up to the write's next event. */
 const SETTLE_TRIES = 20;
 const RECHECK_MS = 2000;
@@ -56,7 +55,7 @@ function identity(dir: string): string {
       return 'missing';
     }
   };
-  return [dir, ...FOLDERS.map((f) => path.join(dir, f))].map(of).join('|');
+  return [dir, ...CONFIG_FOLDERS.map((f) => path.join(dir, f))].map(of).join('|');
 }
 
 /**
@@ -178,7 +177,7 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     watched = now;
     broken = false;
     watch(options.dir, onDirEvent, first);
-    for (const sub of FOLDERS) watch(path.join(options.dir, sub), onFileEvent, first);
+    for (const sub of CONFIG_FOLDERS) watch(path.join(options.dir, sub), onFileEvent, first);
   };
   /**
    * Watches the folders again, and reloads, once one is not the folder watched any more; at once
@@ -203,14 +202,14 @@ export function watchConfig(holder: ConfigHolder, options: WatchOptions): Config
     const name = filename?.toString();
     if (closed) return;
     // An event naming the watched folder itself: it was moved or deleted, and this watch with it.
-    if (name && FOLDERS.includes(name)) return check('folder event', true);
+    if (name && CONFIG_FOLDERS.includes(name)) return check('folder event', true);
     // Fixtures, hidden files (an editor's lock file) and other names are not loaded: no reload.
     if (name && !isConfigFile(name)) return;
     schedule();
   }
   function onDirEvent(_event: string, filename: string | Buffer | null) {
     const name = filename?.toString();
-    if (!name || FOLDERS.includes(name)) check('folder event', true);
+    if (!name || CONFIG_FOLDERS.includes(name)) check('folder event', true);
   }
   if (options.watch) {
     arm(identity(options.dir), true);

@@ -11,12 +11,12 @@ import type { ConfigProblem } from './problems.js';
 // timestamps (a date stays a string); merge keys (`<<: *base`) are kept.
 // (js-yaml exports its types as `types`, which @types/js-yaml does not declare.)
 const { merge } = (yaml as unknown as { types: { merge: yaml.Type } }).types;
-export const YAML_SCHEMA = yaml.CORE_SCHEMA.extend({ implicit: [merge] });
+const YAML_SCHEMA = yaml.CORE_SCHEMA.extend({ implicit: [merge] });
 
 /** Parses one YAML document with YAML_SCHEMA; throws js-yaml's YAMLException (with its mark) on a syntax error. */
-export const loadYaml = (text: string, filename: string): unknown => yaml.load(text, { filename, schema: YAML_SCHEMA });
+const loadYaml = (text: string, filename: string): unknown => yaml.load(text, { filename, schema: YAML_SCHEMA });
 
-export const notUtf8Message = (byte: number) => `the file is not UTF-8 (byte ${byte}): save it as UTF-8`;
+const notUtf8Message = (byte: number) => `the file is not UTF-8 (byte ${byte}): save it as UTF-8`;
 
 /** A file's text, or the problem (not readable, not UTF-8) that keeps it from having one; `read` sees the bytes or the error. */
 function readText(file: string, rel: string, read?: (bytes: Buffer | Error) => void): string | ConfigProblem {

@@ -81,12 +81,7 @@ export interface ReplayReport {
 }
 
 /** The created_at bounds and filters of the rows read. */
-interface Selection {
-  since?: number;
-  until?: number;
-  operation?: string;
-  environment?: string;
-}
+type Selection = Pick<ReplayOptions, 'since' | 'until' | 'operation' | 'environment'>;
 
 /** The selected rows oldest first, a page at a time by seq (a keyset cursor), at most `limit` of them. */
 async function* pagesOf(knex: Knex, where: Selection, pageSize: number, limit = Infinity): AsyncGenerator<EventRow[]> {
@@ -159,13 +154,14 @@ export async function replay(knex: Knex, catalog: Catalog, options: ReplayOption
     sample(t.samples, telemetryId);
   };
   const where: Selection = { since: options.since, until: options.until, operation: options.operation, environment: options.environment };
-  const replayer = new Replayer(knex, catalog, options.challengeTtlMs ?? DEFAULT_CHALLENGE_TTL_MS);
+  const challengeTtlMs = options.challengeTtlMs ?? DEFAULT_CHALLENGE_TTL_MS;
+  const replayer = new Replayer(knex, catalog, challengeTtlMs);
 
   if (options.since !== undefined) {
     // The first events must meet the counts and challenges they met live: the events before --since
     // as far back as a count (two windows: the counter's previous bucket) or a challenge reaches are
     // decided too, and not reported.
-    const back = 2 * replayer.velocity.longestWindow() * 1000 + (options.challengeTtlMs ?? DEFAULT_CHALLENGE_TTL_MS);
+    const back = 2 * replayer.velocity.longestWindow() * 1000 + challengeTtlMs;
     for await (const rows of pagesOf(knex, { ...where, since: options.since - back, until: options.since }, pageSize)) {
       for (const row of rows) {
         try {

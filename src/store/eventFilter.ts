@@ -56,7 +56,7 @@ export function predicateCount(f: EventFilter): number {
 }
 
 /** The in-memory twin of filteredEvents, for events the live stream already holds. */
-export function matchesFilter(f: EventFilter, e: StoredEvent): boolean {
+export function matchesFilter(f: EventFilter, e: Omit<StoredEvent, 'explanation'>): boolean {
   for (const key of EQUALITY) if (f[key] !== undefined && e[key] !== f[key]) return false;
   const at = Date.parse(e.createdAt);
   if (f.fromMs !== undefined && at < f.fromMs) return false;

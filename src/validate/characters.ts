@@ -9,3 +9,5 @@ export const NUL_OR_LONE_SURROGATE = /[\u0000\p{Cs}]/u;
 export const MAX_ID_LENGTH = 256;
 /** The longest operationKey: evaluate, ingest, the Decision Logs' filter and the middleware's header check. */
 export const MAX_OPERATION_KEY_LENGTH = 128;
+/** A reason code or a normalized signal's name: ingest's reasonCodes and normalizedSignals, the Decision Logs' `reason`. */
+export const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;

@@ -2,13 +2,12 @@ import { DECISIONS, EVENT_SOURCES, RISK_BANDS, type ErrorDetail } from '../api/t
 import { hasCursorForm } from '../events/cursor.js';
 import type { EventFilter } from '../store/eventFilter.js';
 import { check, id, strictObject, yup } from './kit.js';
-import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
+import { CODE, MAX_OPERATION_KEY_LENGTH } from './characters.js';
 import { boundMs, laterBound, offsetPlusRestored, parseInstant } from './timestamp.js';
 
 // CONTRACT "Decision Logs": the query string of GET /api/events and GET /api/events/stream. A bad
 // value is a 400 that names the parameter, never an empty list; an unknown parameter too, so a typo
 // (`?decison=deny`) cannot silently widen a search.
-const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
 /** What a cursor that is not one of the caller's is told (the query's `cursor`, a stream's Last-Event-ID). */

@@ -1,13 +1,12 @@
 import { DECISIONS, type IngestRecord } from '../api/types.js';
 import { check, freeFormProblems, id as identifier, mapOf, problemsError, strictObject, yup } from './kit.js';
-import { MAX_OPERATION_KEY_LENGTH } from './characters.js';
+import { CODE, MAX_OPERATION_KEY_LENGTH } from './characters.js';
 
 // SPEC 2.3 with the bounds of SPEC 8. Lengths match the events columns; the telemetryId alphabet
 // keeps it usable as-is in GET /api/events/{telemetryId}, where "." and ".." (any id of dots only,
 // to be safe) would be path segments that URL normalisation removes, so no GET could reach them.
 export const TELEMETRY_ID = /^(?!\.+$)[A-Za-z0-9._:-]{1,128}$/;
 export const TELEMETRY_ID_RULE = 'must be 1 to 128 letters, digits or . _ : -, and not only dots';
-export const CODE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const SUMMARY_MAX_BYTES = 4096;
 export const MAX_NORMALIZED_SIGNALS = 200;
 

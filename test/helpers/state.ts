@@ -1,4 +1,5 @@
 import type { ExecutionContext } from 'ava';
+import type { StoredChallenge } from '../../src/state/challenges.js';
 import { openState, type State } from '../../src/state/open.js';
 import { dropRedisPrefix, REDIS_TEST_URL, unique } from './tps.js';
 
@@ -10,4 +11,10 @@ export function stateOf(kind: 'memory' | 'redis', t: ExecutionContext, prefix = 
     if (kind === 'redis') await dropRedisPrefix(prefix);
   });
   return state;
+}
+
+/** A passkey challenge of environment 'test' for `fingerprint`, with an id of its own, living `lifeMs` from `nowMs`. */
+export function storedChallenge(fingerprint: string, nowMs: number, lifeMs = 600_000): StoredChallenge {
+  const id = `ch_${unique()}`;
+  return { id, type: 'passkey', fingerprint, environment: 'test', score: 60, band: 'medium', reasons: ['missing_recent_human_signal'], telemetryId: `tel_${id}`, expiresAt: nowMs + lifeMs };
 }

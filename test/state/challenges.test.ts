@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import { MemoryChallengeStore, type StoredChallenge } from '../../src/state/challenges.js';
-import { stateOf } from '../helpers/state.js';
+import { stateOf, storedChallenge } from '../helpers/state.js';
 import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
 // ChallengeStore.revert, as each store keeps challenges: in the process, and in a real Redis under
@@ -10,23 +10,13 @@ import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 const ENV = 'test';
 const FP = 'fingerprint-1';
 
-const challenge = (id: string, nowMs: number, lifeMs = 600_000): StoredChallenge => ({
-  id,
-  type: 'passkey',
-  fingerprint: FP,
-  environment: ENV,
-  score: 60,
-  band: 'medium',
-  reasons: ['missing_recent_human_signal'],
-  telemetryId: `tel_${id}`,
-  expiresAt: nowMs + lifeMs,
-});
+const challenge = (nowMs: number, lifeMs?: number): StoredChallenge => storedChallenge(FP, nowMs, lifeMs);
 
 for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] a consumed challenge put back is found again, by fingerprint and by id, and is still single use`, async (t) => {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
-    const x = challenge(`ch_${unique()}`, now);
+    const x = challenge(now);
     await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, undefined, now);
     t.is(used?.id, x.id);
@@ -40,8 +30,8 @@ for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] a challenge put back leaves a newer one of its transaction the one found by fingerprint`, async (t) => {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
-    const x = challenge(`ch_${unique()}`, now);
-    const z = challenge(`ch_${unique()}`, now);
+    const x = challenge(now);
+    const z = challenge(now);
     await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, x.id, now);
     await challenges.issue(z, now);
@@ -53,7 +43,7 @@ for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] a challenge is never put back past its expiry`, async (t) => {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
-    const x = challenge(`ch_${unique()}`, now, 60_000);
+    const x = challenge(now, 60_000);
     await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, undefined, now);
     await challenges.revert({ consumed: used }, x.expiresAt);
@@ -64,14 +54,14 @@ for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] an issued challenge withdrawn is gone, by id and by fingerprint; a newer one stays`, async (t) => {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
-    const y = challenge(`ch_${unique()}`, now);
+    const y = challenge(now);
     await challenges.issue(y, now);
     await challenges.revert({ issued: y }, now);
     t.is(await challenges.consume(ENV, FP, y.id, now), undefined);
     t.is(await challenges.consume(ENV, FP, undefined, now), undefined);
 
-    const older = challenge(`ch_${unique()}`, now);
-    const newer = challenge(`ch_${unique()}`, now);
+    const older = challenge(now);
+    const newer = challenge(now);
     await challenges.issue(older, now);
     await challenges.issue(newer, now);
     await challenges.revert({ issued: older }, now);
@@ -81,8 +71,8 @@ for (const kind of ['memory', 'redis'] as const) {
   test(`[${kind}] a retry that used one challenge and was issued another is undone whole: the first is the transaction's again`, async (t) => {
     const { challenges } = stateOf(kind, t);
     const now = Date.now();
-    const x = challenge(`ch_${unique()}`, now);
-    const y = challenge(`ch_${unique()}`, now);
+    const x = challenge(now);
+    const y = challenge(now);
     await challenges.issue(x, now);
     const used = await challenges.consume(ENV, FP, undefined, now);
     await challenges.issue(y, now);
@@ -98,7 +88,7 @@ test('[redis] a challenge put back lives out only what was left of its lifetime,
   const redis = new Redis(REDIS_TEST_URL);
   t.teardown(() => redis.disconnect());
   const issuedAt = Date.now();
-  const x = challenge(`ch_${unique()}`, issuedAt);
+  const x = challenge(issuedAt);
   await challenges.issue(x, issuedAt);
   const used = await challenges.consume(ENV, FP, undefined, issuedAt);
   // Put back as if 9 of its 10 minutes had gone by.
@@ -116,8 +106,8 @@ test('[memory] the sweep every thousandth issue reads the issuing clock, so a se
   const challenges = new MemoryChallengeStore();
   // A year ago, as a demo seed's clock runs: every challenge is live on that clock and long expired on the wall's.
   const then = Date.now() - 365 * 86_400_000;
-  const first = challenge(`ch_${unique()}`, then);
+  const first = challenge(then);
   await challenges.issue(first, then);
-  for (let i = 1; i < 1000; i++) await challenges.issue({ ...challenge(`ch_${unique()}`, then), fingerprint: `fp_${i}` }, then);
+  for (let i = 1; i < 1000; i++) await challenges.issue({ ...challenge(then), fingerprint: `fp_${i}` }, then);
   t.is((await challenges.consume(ENV, FP, first.id, then))?.id, first.id);
 });

@@ -3,7 +3,7 @@ import { samples } from '../core/evaluate-suite.js';
 import { logLines } from '../helpers/processes.js';
 import { readyzUntil } from '../helpers/readyz.js';
 import { BOUND_MS, startBehindProxy, until, within } from '../helpers/redisProxy.js';
-import { capturedLogs, dropRedisPrefix, get, post, REDIS_TEST_URL, startTps, unique, type StartOptions } from '../helpers/tps.js';
+import { capturedLogs, get, post, startTps, unique, type StartOptions } from '../helpers/tps.js';
 
 // /readyz reports whether the shared state answers: with REDIS_URL, a PING bounded by the command
 // timeout. An unreachable Redis does not by itself make the instance not ready: Redis is shared, so
@@ -14,12 +14,8 @@ import { capturedLogs, dropRedisPrefix, get, post, REDIS_TEST_URL, startTps, uni
 const CLOSED_PORT = 'redis://127.0.0.1:1';
 
 async function start(t: ExecutionContext, options: StartOptions) {
-  const redisPrefix = `tps-test-r60:${unique()}:`;
-  const tps = await startTps({ redisPrefix, ...options });
-  t.teardown(async () => {
-    await tps.close();
-    await dropRedisPrefix(redisPrefix);
-  });
+  const tps = await startTps(options);
+  t.teardown(() => tps.close());
   return tps;
 }
 
@@ -31,7 +27,7 @@ test('/readyz names the shared state: in process, or Redis that answers', async 
   t.is(inProcess.status, 200);
   t.deepEqual(inProcess.body.state, { status: 'ok', backend: 'memory' });
 
-  const redis = await start(t, { env: { REDIS_URL: REDIS_TEST_URL } });
+  const redis = await start(t, { redis: true });
   const ready = await readyzUntil(redis.url, (body) => body.status === 'ready' && body.state.status === 'ok', BOUND_MS);
   t.deepEqual(ready.state, { status: 'ok', backend: 'redis' });
 });
@@ -83,5 +79,6 @@ test("a Redis outage is logged once through the service's logger, and once more 
   t.is(outage.length, 1, lines.join(''));
   t.is(outage[0]!.level, 50);
   t.is(typeof outage[0]!.err.message, 'string');
+  t.is(logged('shared state (Redis) reachable again').length, 1, lines.join(''));
   t.is((await readyz(tps.url)).body.state.status, 'ok');
 });

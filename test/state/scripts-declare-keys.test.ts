@@ -1,8 +1,8 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import type { StoredChallenge } from '../../src/state/challenges.js';
-import { openState } from '../../src/state/open.js';
-import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
+import { stateOf, storedChallenge } from '../helpers/state.js';
+import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
 // Redis Cluster and proxies route a script by the keys it is given (KEYS), so every key a script
 // touches must be one of them. WITHDRAW read its put-back challenge by a name it made itself. A real
@@ -11,21 +11,16 @@ import { dropRedisPrefix, REDIS_TEST_URL, unique } from '../helpers/tps.js';
 const ENV = 'test';
 const FP = 'fingerprint-keys';
 
-const challenge = (nowMs: number): StoredChallenge => {
-  const id = `ch_${unique()}`;
-  return { id, type: 'passkey', fingerprint: FP, environment: ENV, score: 60, band: 'medium', reasons: ['missing_recent_human_signal'], telemetryId: `tel_${id}`, expiresAt: nowMs + 600_000 };
-};
+const challenge = (nowMs: number): StoredChallenge => storedChallenge(FP, nowMs);
 
 test('[redis] every key a Lua script touches is one it was given in KEYS', async (t) => {
   const prefix = `tps-test:${unique()}:`;
-  const state = openState(REDIS_TEST_URL, prefix);
+  const state = stateOf('redis', t, prefix);
   const client = new Redis(REDIS_TEST_URL);
   const monitor = await client.monitor();
-  t.teardown(async () => {
+  t.teardown(() => {
     monitor.disconnect();
     client.disconnect();
-    await state.close();
-    await dropRedisPrefix(prefix);
   });
   const seen: { source: string; args: string[] }[] = [];
   monitor.on('monitor', (_time: string, args: string[], source: string) => void (args.some((a) => String(a).includes(prefix)) && seen.push({ source, args: args.map(String) })));

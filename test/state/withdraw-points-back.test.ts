@@ -1,7 +1,7 @@
 import test from 'ava';
 import { Redis } from 'ioredis';
 import type { ChallengeStore, StoredChallenge } from '../../src/state/challenges.js';
-import { stateOf } from '../helpers/state.js';
+import { stateOf, storedChallenge } from '../helpers/state.js';
 import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 
 // Two concurrent identical retries of one challenge: the first uses it, the second finds it used and
@@ -12,10 +12,7 @@ import { REDIS_TEST_URL, unique } from '../helpers/tps.js';
 const ENV = 'test';
 const FP = 'fingerprint-concurrent';
 
-const challenge = (nowMs: number, lifeMs = 600_000): StoredChallenge => {
-  const id = `ch_${unique()}`;
-  return { id, type: 'passkey', fingerprint: FP, environment: ENV, score: 60, band: 'medium', reasons: ['missing_recent_human_signal'], telemetryId: `tel_${id}`, expiresAt: nowMs + lifeMs };
-};
+const challenge = (nowMs: number, lifeMs?: number): StoredChallenge => storedChallenge(FP, nowMs, lifeMs);
 
 /** The transaction's challenge x issued; the first retry uses it, the second finds it used and is issued y. */
 async function twoRetries(challenges: ChallengeStore, now: number) {

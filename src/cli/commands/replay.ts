@@ -24,13 +24,16 @@ function time(value: unknown, flag: string): number | undefined {
  * the working tree answers with no decision (unknown_operation, not_redecided) is a changed
  * decision: dropping an operation must not pass the gate while every live request gets a 422.
  */
-export const EXIT_CHANGED = 3;
+const EXIT_CHANGED = 3;
 
-/** The operations the stored events name, in one environment if given (the small facet table, not a scan of the events). */
-async function storedOperations(knex: Knex, environment: string | undefined): Promise<string[]> {
-  const q = knex((await knex.schema.hasTable('event_facets')) ? 'event_facets' : 'events').distinct('operation_key');
+/**
+ * The distinct values of a column of the stored events, in one environment if given, in order (the
+ * small facet table, not a scan of the events: openEventsToRead refuses a store without it).
+ */
+async function storedDistinct(knex: Knex, column: 'environment' | 'operation_key', environment?: string): Promise<string[]> {
+  const q = knex('event_facets').distinct(column).orderBy(column);
   if (environment) q.where('environment', environment);
-  return (await q).map((r: { operation_key: string }) => r.operation_key);
+  return (await q).map((r: Record<string, string>) => r[column]);
 }
 
 /**
@@ -41,16 +44,10 @@ async function checkOperation(knex: Knex, catalog: Catalog, operation: string | 
   if (operation === undefined) return;
   const configured = environment ? [...catalog.operations.keys()].filter((k) => lookupOperation(catalog, environment, k)) : [...catalog.operations.keys()];
   if (configured.includes(operation)) return;
-  const stored = await storedOperations(knex, environment);
+  const stored = await storedDistinct(knex, 'operation_key', environment);
   if (stored.includes(operation)) return;
   const where = environment ? ` in environment "${environment}"` : '';
   throw new UsageError(`--operation "${operation}" is neither configured in the working tree nor found among the stored events${where}${didYouMean(operation, [...configured, ...stored])}`);
-}
-
-/** The environments the stored events belong to (the small facet table, not a scan of the events). */
-async function storedEnvironments(knex: Knex): Promise<string[]> {
-  const rows = await knex((await knex.schema.hasTable('event_facets')) ? 'event_facets' : 'events').distinct('environment').orderBy('environment');
-  return rows.map((r: { environment: string }) => r.environment);
 }
 
 // Names listed in the usage error, at most: a store may hold many environments.
@@ -63,7 +60,7 @@ const LISTED = 20;
  */
 async function chooseEnvironment(knex: Knex, flag: string | undefined, variable: string | undefined): Promise<{ environment: string | undefined; from: string }> {
   const chosen = flag !== undefined ? { environment: flag, from: '--env' } : variable !== undefined ? { environment: variable, from: 'TPS_ENVIRONMENT' } : undefined;
-  const stored = await storedEnvironments(knex);
+  const stored = await storedDistinct(knex, 'environment');
   const named = stored.slice(0, LISTED).map((e) => `"${e}"`).join(', ') + (stored.length > LISTED ? `, and ${stored.length - LISTED} more` : '');
   if (chosen) {
     // An environment with no stored events would replay "0 of 0" and pass --fail-on-change.
